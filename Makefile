@@ -1,0 +1,34 @@
+# `make demo` and `make test` do all set-up on a fresh machine (a virtual env with CPU torch pinned first).
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup demo test test-all bench clean
+
+setup: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q torch==2.13.0 -r requirements.txt
+	$(BIN)/pip uninstall -y -q torchvision || true
+	$(BIN)/pip install -q --no-deps -e .
+	touch $(STAMP)
+
+demo: $(STAMP)  ## the miniature GAPO reproduction on CPU
+	$(BIN)/python -m gapo_lite.cli demo
+
+test: $(STAMP)  ## the default test run (slow tests excluded)
+	$(BIN)/python -m pytest -q -m "not slow"
+
+test-all: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/hook_overhead.py
+	$(BIN)/python benchmarks/memory.py
+
+clean:
+	rm -rf $(VENV) runs unsloth_compiled_cache .pytest_cache

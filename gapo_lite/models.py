@@ -1,0 +1,190 @@
+"""``load_model``: a causal LM with a LoRA adapter, through Unsloth (GPU) or transformers + peft."""
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from gapo_lite._bootstrap import import_unsloth_first
+
+logger = logging.getLogger("gapo_lite")
+
+Backend = Literal["auto", "unsloth", "transformers"]
+PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+@dataclass(frozen=True)
+class LoraSettings:
+    """LoRA adapter settings; defaults are the paper's (r=64, alpha=32, dropout=0.1, all seven projections)."""
+
+    r: int = 64
+    alpha: int = 32
+    dropout: float = 0.1
+    target_modules: tuple[str, ...] = field(default=PROJECTIONS)
+
+    def __post_init__(self) -> None:
+        if self.r < 1:
+            raise ValueError(f"LoRA rank r must be >= 1, got {self.r}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"LoRA dropout must be in [0, 1), got {self.dropout}")
+        if not self.target_modules:
+            raise ValueError("LoRA target_modules is empty")
+
+
+def cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def resolve_backend(backend: str) -> tuple[str, str]:
+    """The concrete backend for ``backend`` and the reason it was chosen."""
+    import importlib.util
+
+    has_unsloth = importlib.util.find_spec("unsloth") is not None
+    if backend == "auto":
+        if cuda_available() and has_unsloth:
+            return "unsloth", "a CUDA GPU and unsloth are present"
+        if cuda_available():
+            return "transformers", "a CUDA GPU is present but unsloth is not installed"
+        return "transformers", "no CUDA GPU: transformers + peft in full precision on the CPU"
+    if backend == "unsloth":
+        if not has_unsloth:
+            raise ImportError("backend='unsloth' but unsloth is not installed; pip install -r requirements.txt")
+        reason = "asked for" if cuda_available() else "asked for; no CUDA GPU, so Unsloth's CPU fallback (no 4-bit, no vLLM)"
+        return "unsloth", reason
+    if backend == "transformers":
+        return "transformers", "asked for"
+    raise ValueError(f"unknown backend {backend!r}; expected 'auto', 'unsloth' or 'transformers'")
+
+
+def check_model_path(name_or_path: str | Path) -> str:
+    """Reject a local-looking path that does not hold a model, naming what is missing."""
+    text = str(name_or_path)
+    path = Path(text).expanduser()
+    looks_local = path.exists() or text.startswith((".", "/", "~")) or text.count("/") > 1 or "\\" in text
+    if looks_local:
+        if not path.is_dir():
+            raise FileNotFoundError(f"model path {text!r} does not exist (or is not a folder)")
+        if not (path / "config.json").is_file():
+            raise FileNotFoundError(f"model folder {text!r} has no config.json; is it a saved model?")
+        return str(path)
+    return text
+
+
+def load_tokenizer(name_or_path: str | Path):
+    """The folder's tokenizer, honouring the class it was saved with.
+
+    ``AutoTokenizer`` maps any qwen2 folder to ``Qwen2Tokenizer``, which mangles a custom tokenizer; a folder
+    saved as ``PreTrainedTokenizerFast`` is loaded as exactly that.
+    """
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+    config = Path(str(name_or_path)) / "tokenizer_config.json"
+    if config.is_file() and json.loads(config.read_text()).get("tokenizer_class") == "PreTrainedTokenizerFast":
+        tokenizer = PreTrainedTokenizerFast.from_pretrained(str(name_or_path))
+    else:
+        tokenizer = AutoTokenizer.from_pretrained(str(name_or_path))
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def load_model(
+    name_or_path: str | Path,
+    *,
+    backend: Backend = "auto",
+    load_in_4bit: bool = True,
+    max_seq_length: int = 1024,
+    lora: LoraSettings | None = LoraSettings(),
+    fast_inference: bool = False,
+    gpu_memory_utilization: float = 0.6,
+    random_state: int = 3407,
+) -> tuple[Any, Any]:
+    """Load a causal LM and its tokenizer with a LoRA adapter attached (``lora=None``: no adapter).
+
+    ``auto`` uses Unsloth (fused kernels, 4-bit, gradient checkpointing "unsloth") when a CUDA GPU and
+    unsloth are present, otherwise transformers + peft (bitsandbytes NF4 on CUDA, float32 on CPU).
+    ``fast_inference=True`` (vLLM colocated generation) needs Unsloth on a CUDA GPU.
+    """
+    path = check_model_path(name_or_path)
+    chosen, reason = resolve_backend(backend)
+    if fast_inference and not cuda_available():
+        raise ValueError("fast_inference=True needs vLLM on a CUDA GPU; this machine has none. Use fast_inference=False.")
+    if fast_inference and chosen != "unsloth":
+        raise ValueError("fast_inference=True is Unsloth's colocated vLLM; use backend='unsloth' (or 'auto' with unsloth installed)")
+    if load_in_4bit and not cuda_available():
+        logger.info("gapo-lite: 4-bit quantization needs CUDA; loading in full precision instead")
+        load_in_4bit = False
+    logger.info("gapo-lite: backend=%s (%s)", chosen, reason)
+    print(f"gapo-lite: loading {path} with backend={chosen} ({reason}), 4-bit={load_in_4bit}")
+    if chosen == "unsloth":
+        return _load_unsloth(path, load_in_4bit, max_seq_length, lora, fast_inference, gpu_memory_utilization, random_state)
+    return _load_transformers(path, load_in_4bit, lora, random_state)
+
+
+def _load_unsloth(path, load_in_4bit, max_seq_length, lora, fast_inference, gpu_memory_utilization, random_state):
+    import_unsloth_first()
+    from unsloth import FastLanguageModel
+
+    kwargs: dict[str, Any] = dict(
+        model_name=path,
+        max_seq_length=max_seq_length,
+        load_in_4bit=load_in_4bit,
+        fast_inference=fast_inference,
+        max_lora_rank=lora.r if lora else 64,
+    )
+    if fast_inference:
+        kwargs["gpu_memory_utilization"] = gpu_memory_utilization
+    model, tokenizer = FastLanguageModel.from_pretrained(**kwargs)
+    if Path(path).is_dir():
+        tokenizer = load_tokenizer(path)  # keep a custom tokenizer's own class (see load_tokenizer)
+    if lora is not None:
+        model = FastLanguageModel.get_peft_model(
+            model,
+            r=lora.r,
+            lora_alpha=lora.alpha,
+            lora_dropout=lora.dropout,
+            target_modules=list(lora.target_modules),
+            use_gradient_checkpointing="unsloth",
+            random_state=random_state,
+        )
+    return model, tokenizer
+
+
+def _load_transformers(path, load_in_4bit, lora, random_state):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    kwargs: dict[str, Any] = {}
+    if cuda_available():
+        dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        kwargs.update(dtype=dtype, device_map={"": torch.cuda.current_device()})
+        if load_in_4bit:
+            from transformers import BitsAndBytesConfig
+
+            kwargs["quantization_config"] = BitsAndBytesConfig(
+                load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=dtype
+            )
+    else:
+        kwargs["dtype"] = torch.float32
+    try:
+        model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
+    except OSError as err:
+        raise FileNotFoundError(f"could not load model {path!r}: {err}") from err
+    tokenizer = load_tokenizer(path)
+    if lora is None:
+        return model, tokenizer
+    from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
+
+    if load_in_4bit:
+        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=True)
+    present = {name.rsplit(".", 1)[-1] for name, _ in model.named_modules()}
+    targets = [m for m in lora.target_modules if m in present]
+    if not targets:
+        raise ValueError(f"none of the LoRA target modules {lora.target_modules} exist in {path}")
+    torch.manual_seed(random_state)
+    config = LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout, target_modules=targets, task_type="CAUSAL_LM")
+    return get_peft_model(model, config), tokenizer

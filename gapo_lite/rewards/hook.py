@@ -1,0 +1,201 @@
+"""``GroupReward``: turns a group-level scorer into the per-completion reward function TRL expects."""
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+# TRL passes these to every reward function; they are not dataset columns.
+_TRL_KWARGS = frozenset({"trainer_state", "log_extra", "log_metric", "environments", "completion_ids"})
+
+
+@dataclass(frozen=True)
+class Group:
+    """All completions sampled for one prompt, with that prompt's dataset columns."""
+
+    key: str
+    prompt: Any
+    completions: list[str]
+    columns: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class GroupScorer(Protocol):
+    """Scores a whole group at once: one float per completion, in order."""
+
+    def __call__(self, group: Group) -> Sequence[float]: ...
+
+
+def completion_text(completion: Any) -> str:
+    """Text of a TRL completion: a plain string, or chat messages (the assistant turns are joined)."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, dict):
+        return str(completion.get("content") or "")
+    if isinstance(completion, (list, tuple)):
+        return "".join(completion_text(m) for m in completion if not isinstance(m, dict) or m.get("role", "assistant") == "assistant")
+    raise TypeError(f"completion of type {type(completion).__name__} is neither text nor chat messages")
+
+
+def _key_of(prompt_id: Any, prompt: Any) -> str:
+    if prompt_id is not None:
+        return str(prompt_id)
+    return prompt if isinstance(prompt, str) else json.dumps(prompt, sort_keys=True, default=str)
+
+
+def _process_info() -> tuple[int, int]:
+    """(rank, world size) of the torch.distributed job, or (0, 1) outside one."""
+    try:
+        import torch.distributed as dist
+    except ImportError:  # pragma: no cover - torch is a hard dependency
+        return 0, 1
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def _all_gather(obj: Any, world: int) -> list[Any]:
+    import torch.distributed as dist
+
+    out: list[Any] = [None] * world
+    dist.all_gather_object(out, obj)
+    return out
+
+
+def entropy_bits(answers: Sequence[Hashable]) -> float:
+    """Shannon entropy (bits) of the empirical distribution of ``answers`` (0 for an empty list)."""
+    n = len(answers)
+    if n == 0:
+        return 0.0
+    return -sum(c / n * math.log2(c / n) for c in Counter(answers).values())
+
+
+class GroupReward:
+    """A TRL reward function that scores completions a whole group at a time.
+
+    TRL calls reward functions with one row per completion. ``GroupReward`` regroups the rows by the
+    ``prompt_id`` column (falling back to the prompt itself), checks each group has ``num_generations``
+    members, hands every group to ``scorer`` and returns the rewards in TRL's row order. Under
+    ``torch.distributed`` it gathers the whole generation batch first, so a group split across processes
+    is scored whole and every process gets exactly the rewards a single process would.
+    """
+
+    def __init__(
+        self,
+        scorer: GroupScorer | Callable[[Group], Sequence[float]] | None = None,
+        *,
+        num_generations: int | None = None,
+        group_column: str = "prompt_id",
+        name: str | None = None,
+        log_metrics: bool = True,
+    ) -> None:
+        if scorer is None:
+            from gapo_lite.rewards.scorers import FrequencyScorer
+
+            scorer = FrequencyScorer()
+        if num_generations is not None and num_generations < 1:
+            raise ValueError(f"num_generations must be >= 1, got {num_generations}")
+        self.scorer = scorer
+        self.num_generations = num_generations
+        self.group_column = group_column
+        self.log_metrics = log_metrics
+        self.__name__ = name or getattr(scorer, "name", None) or "gapo"
+
+    def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float]:
+        if len(prompts) != len(completions):
+            raise ValueError(f"got {len(prompts)} prompts but {len(completions)} completions")
+        rows = self._local_rows(prompts, completions, kwargs)
+        rank, world = _process_info()
+        parts = _all_gather(rows, world) if world > 1 else [rows]
+        all_rows = [r for part in parts for r in part]
+        offset = sum(len(part) for part in parts[:rank])
+        groups = self._split_groups(all_rows)
+        local = range(offset, offset + len(rows))
+        rewards: list[float] = [math.nan] * len(rows)
+        metrics_groups: list[tuple[Group, list[Hashable | None]]] = []
+        for start, group in groups:
+            stop = start + len(group.completions)
+            if stop <= local.start or start >= local.stop:
+                continue  # another process returns these rewards
+            scores = list(self.scorer(group))
+            if len(scores) != len(group.completions):
+                raise ValueError(
+                    f"scorer {self.__name__!r} returned {len(scores)} rewards for group {group.key!r} "
+                    f"of {len(group.completions)} completions"
+                )
+            for i, s in enumerate(scores, start):
+                if i in local:
+                    rewards[i - offset] = float(s)
+            if self.log_metrics:
+                metrics_groups.append((group, self._answers(group)))
+        log_metric = kwargs.get("log_metric")
+        if log_metric is not None and metrics_groups:
+            for name, value in group_metrics([a for _, a in metrics_groups]).items():
+                log_metric(f"{self.__name__}/{name}", value)
+        return rewards
+
+    def _local_rows(self, prompts: Sequence[Any], completions: Sequence[Any], kwargs: dict[str, Any]) -> list[dict[str, Any]]:
+        columns = {k: v for k, v in kwargs.items() if k not in _TRL_KWARGS and isinstance(v, (list, tuple)) and len(v) == len(prompts)}
+        ids = columns.get(self.group_column)
+        rows = []
+        for i, (prompt, completion) in enumerate(zip(prompts, completions)):
+            rows.append(
+                {
+                    "key": _key_of(ids[i] if ids is not None else None, prompt),
+                    "prompt": prompt,
+                    "completion": completion_text(completion),
+                    "columns": {k: v[i] for k, v in columns.items()},
+                }
+            )
+        return rows
+
+    def _split_groups(self, rows: list[dict[str, Any]]) -> list[tuple[int, Group]]:
+        """Contiguous runs of equal keys, as (start index, group); checks sizes and contiguity."""
+        groups: list[tuple[int, Group]] = []
+        seen: set[str] = set()
+        start = 0
+        while start < len(rows):
+            key = rows[start]["key"]
+            if key in seen:
+                raise ValueError(
+                    f"prompt {key!r} appears in two separate runs of the batch; TRL keeps each group contiguous, "
+                    f"so the '{self.group_column}' column must be unique per prompt"
+                )
+            seen.add(key)
+            stop = start
+            while stop < len(rows) and rows[stop]["key"] == key:
+                stop += 1
+            first = rows[start]
+            groups.append(
+                (start, Group(key=key, prompt=first["prompt"], completions=[r["completion"] for r in rows[start:stop]], columns=first["columns"]))
+            )
+            start = stop
+        sizes = [len(g.completions) for _, g in groups]
+        expected = self.num_generations if self.num_generations is not None else sizes[0] if sizes else 0
+        if any(s != expected for s in sizes):
+            counts = ", ".join(f"{s} x{c}" for s, c in sorted(Counter(sizes).items()))
+            raise ValueError(
+                f"GroupReward expects every group to have exactly {expected} completions (num_generations), "
+                f"but saw group sizes: {counts}. The generation batch must split into whole groups."
+            )
+        return groups
+
+    def _answers(self, group: Group) -> list[Hashable | None]:
+        answers = getattr(self.scorer, "answers", None)
+        if callable(answers):
+            return list(answers(group))
+        return [c.strip().lower() or None for c in group.completions]
+
+
+def group_metrics(groups: Sequence[Sequence[Hashable | None]]) -> dict[str, float]:
+    """Mean distinct valid answers per group, valid rate, and mean group entropy (bits) of valid answers."""
+    n = sum(len(g) for g in groups)
+    valid = [[a for a in g if a is not None] for g in groups]
+    return {
+        "distinct_per_group": sum(len(set(v)) for v in valid) / len(groups),
+        "valid_rate": sum(len(v) for v in valid) / n if n else 0.0,
+        "group_entropy": sum(entropy_bits(v) for v in valid) / len(groups),
+    }

@@ -1,0 +1,45 @@
+"""Group scorers for list-selection prompts: GAPO's frequency reward and a per-sample validity baseline."""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from gapo_lite.data.parsing import parse_choice
+from gapo_lite.rewards.frequency import frequency_aware_rewards
+from gapo_lite.rewards.hook import Group
+
+Parser = Callable[[str, Sequence[str]], "str | None"]
+
+
+class FrequencyScorer:
+    """GAPO: parse each completion's chosen list item, then score the group with the frequency reward."""
+
+    name = "gapo_frequency"
+
+    def __init__(self, items_column: str = "items", parse: Parser = parse_choice, invalid_reward: float = -1.0) -> None:
+        self.items_column = items_column
+        self.parse = parse
+        self.invalid_reward = invalid_reward
+
+    def _items(self, group: Group) -> list[str]:
+        if self.items_column not in group.columns:
+            raise KeyError(
+                f"{type(self).__name__} needs the dataset column {self.items_column!r} (the prompt's valid answers); "
+                f"columns seen: {sorted(group.columns)}"
+            )
+        return list(group.columns[self.items_column])
+
+    def answers(self, group: Group) -> list[str | None]:
+        items = self._items(group)
+        return [self.parse(c, items) for c in group.completions]
+
+    def __call__(self, group: Group) -> list[float]:
+        return frequency_aware_rewards(self.answers(group), self._items(group), invalid_reward=self.invalid_reward)
+
+
+class ValidityScorer(FrequencyScorer):
+    """Plain GRPO baseline: 1 for any valid list item, ``invalid_reward`` otherwise (no group awareness)."""
+
+    name = "validity"
+
+    def __call__(self, group: Group) -> list[float]:
+        return [1.0 if a is not None else self.invalid_reward for a in self.answers(group)]

@@ -1,0 +1,69 @@
+"""Batched, seeded sampling of completions with transformers ``generate`` (with a progress bar)."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+Prompt = str | list[dict[str, str]]
+
+
+def render_prompt(tokenizer: Any, prompt: Prompt) -> str:
+    """Chat messages through the tokenizer's chat template (with the generation prompt); plain text as is."""
+    if isinstance(prompt, str):
+        return prompt
+    return tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
+
+
+def sample_completions(
+    model: Any,
+    tokenizer: Any,
+    prompts: Sequence[Prompt],
+    *,
+    n: int = 1,
+    temperature: float = 0.7,
+    max_new_tokens: int = 32,
+    batch_size: int = 64,
+    seed: int = 0,
+    top_p: float = 1.0,
+    progress: bool = True,
+) -> list[list[str]]:
+    """``n`` sampled completions (decoded, special tokens removed) for every prompt, in prompt order.
+
+    Rows are batched ``batch_size`` at a time (a prompt's ``n`` samples may span batches); ``temperature=0``
+    means greedy decoding. The same seed, model and prompts give the same samples.
+    """
+    import torch
+    from tqdm.auto import tqdm
+
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    if temperature < 0:
+        raise ValueError(f"temperature must be >= 0, got {temperature}")
+    texts = [render_prompt(tokenizer, p) for p in prompts]
+    rows = [t for t in texts for _ in range(n)]
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    old_side = tokenizer.padding_side
+    tokenizer.padding_side = "left"
+    generator_state = torch.random.get_rng_state()
+    torch.manual_seed(seed)
+    outputs: list[str] = []
+    try:
+        with torch.no_grad():
+            for start in tqdm(range(0, len(rows), batch_size), desc="sampling", disable=not progress, leave=False):
+                batch = tokenizer(rows[start : start + batch_size], return_tensors="pt", padding=True, add_special_tokens=False).to(device)
+                kwargs: dict[str, Any] = dict(max_new_tokens=max_new_tokens, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
+                if temperature > 0:
+                    kwargs.update(do_sample=True, temperature=temperature, top_p=top_p, top_k=0)
+                else:
+                    kwargs.update(do_sample=False)
+                out = model.generate(**batch, **kwargs)
+                new = out[:, batch["input_ids"].shape[1] :]
+                outputs.extend(tokenizer.batch_decode(new, skip_special_tokens=True))
+    finally:
+        tokenizer.padding_side = old_side
+        torch.random.set_rng_state(generator_state)
+        if was_training:
+            model.train()
+    return [outputs[i * n : (i + 1) * n] for i in range(len(prompts))]
