@@ -12,6 +12,7 @@ from gapo_lite._bootstrap import import_unsloth_first
 logger = logging.getLogger("gapo_lite")
 
 Backend = Literal["auto", "unsloth", "transformers"]
+_GENERIC_FAST_TOKENIZERS = {"PreTrainedTokenizerFast", "TokenizersBackend"}  # the latter is transformers 5's name
 PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
@@ -83,7 +84,8 @@ def load_tokenizer(name_or_path: str | Path):
     from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
     config = Path(str(name_or_path)) / "tokenizer_config.json"
-    if config.is_file() and json.loads(config.read_text()).get("tokenizer_class") == "PreTrainedTokenizerFast":
+    saved_class = json.loads(config.read_text()).get("tokenizer_class") if config.is_file() else None
+    if saved_class in _GENERIC_FAST_TOKENIZERS:
         tokenizer = PreTrainedTokenizerFast.from_pretrained(str(name_or_path))
     else:
         tokenizer = AutoTokenizer.from_pretrained(str(name_or_path))

@@ -1,0 +1,113 @@
+"""Accuracy first, diversity second: GAPO for tasks with a checker (GSM8K-style numeric answers).
+
+A completion whose final answer is wrong (or missing) scores ``invalid_reward``. The correct ones are
+clustered by the meaning of their solution text (:class:`~gapo_lite.rewards.semantic.SemanticClusterer`
+by default, or any ``cluster(texts) -> labels``) and scored with the frequency-aware reward over those
+clusters, f taken among the correct completions and L = G (the group size):
+``1 - f(cluster) + 1/G``, always in [1/G, 1] (1 for a lone solution when every completion is correct
+and distinct; 1/G when all correct completions share one solution). ``invalid_reward`` must be <= 0,
+so every correct completion scores strictly more than every wrong one.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Hashable, Sequence
+from numbers import Real
+from typing import Any
+
+from gapo_lite.rewards.hook import Group
+from gapo_lite.rewards.open_ended import frequency_rewards_with_L
+
+_NUMBER = re.compile(r"-?\d+(?:,\d{3})*(?:\.\d+)?|-?\.\d+")
+Cluster = Callable[[list[str]], Sequence[Hashable]]
+
+
+def _to_float(token: str) -> float:
+    return float(token.replace(",", ""))
+
+
+def extract_number(text: str) -> float | None:
+    """The number after the last '####' (GSM8K's answer marker), else the last number in the text."""
+    if "####" in text:
+        match = _NUMBER.search(text.rsplit("####", 1)[1])
+        return _to_float(match.group()) if match else None
+    numbers = _NUMBER.findall(text)
+    return _to_float(numbers[-1]) if numbers else None
+
+
+def reasoning_text(text: str) -> str:
+    """The solution without its '####' answer line (the whole text when that leaves nothing)."""
+    return text.rsplit("####", 1)[0].strip() or text.strip()
+
+
+def answers_match(predicted: float | None, reference: float) -> bool:
+    return predicted is not None and math.isclose(predicted, reference, rel_tol=1e-9, abs_tol=1e-6)
+
+
+class AccuracyDiversityScorer:
+    """Wrong answers get ``invalid_reward``; correct ones are rewarded for a rare solution (see module doc)."""
+
+    name = "gapo_accuracy_diversity"
+
+    def __init__(
+        self,
+        extract_answer: Callable[[str], float | None] = extract_number,
+        reference_column: str = "answer",
+        cluster: Cluster | None = None,
+        invalid_reward: float = -1.0,
+        *,
+        reasoning: Callable[[str], str] = reasoning_text,
+    ) -> None:
+        if invalid_reward > 0:
+            raise ValueError(
+                f"invalid_reward must be <= 0 (got {invalid_reward}): correct answers score at least 1/G > 0, "
+                "and every correct answer must score more than every wrong one"
+            )
+        if cluster is None:
+            from gapo_lite.rewards.semantic import SemanticClusterer
+
+            cluster = SemanticClusterer()
+        self.extract_answer = extract_answer
+        self.reference_column = reference_column
+        self.cluster = cluster
+        self.invalid_reward = invalid_reward
+        self.reasoning = reasoning
+        self._memo: tuple[tuple[Any, ...], list[Hashable | None]] | None = None
+
+    def reference(self, group: Group) -> float:
+        """The group's reference answer as a number (a number column, or text parsed by ``extract_answer``)."""
+        if self.reference_column not in group.columns:
+            raise KeyError(
+                f"{type(self).__name__} needs the dataset column {self.reference_column!r} (the reference answer); "
+                f"columns seen: {sorted(group.columns)}"
+            )
+        raw = group.columns[self.reference_column]
+        value = float(raw) if isinstance(raw, Real) and not isinstance(raw, bool) else None
+        if value is None and isinstance(raw, str):
+            value = self.extract_answer(raw)
+        if value is None:
+            raise ValueError(f"reference {raw!r} in column {self.reference_column!r} of group {group.key!r} holds no number")
+        return value
+
+    def correct(self, group: Group) -> list[bool]:
+        reference = self.reference(group)
+        return [answers_match(self.extract_answer(c), reference) for c in group.completions]
+
+    def answers(self, group: Group) -> list[Hashable | None]:
+        """Solution-cluster label of each correct completion, ``None`` for a wrong one."""
+        key = (self.reference(group), tuple(group.completions))
+        if self._memo is not None and self._memo[0] == key:
+            return list(self._memo[1])
+        ok = [i for i, good in enumerate(self.correct(group)) if good]
+        labels: list[Hashable | None] = [None] * len(group.completions)
+        clusters = list(self.cluster([self.reasoning(group.completions[i]) for i in ok])) if ok else []
+        if len(clusters) != len(ok) or any(lab is None for lab in clusters):
+            raise ValueError(f"cluster returned {clusters!r} for {len(ok)} texts; expected one non-None label per text")
+        for i, lab in zip(ok, clusters):
+            labels[i] = lab
+        self._memo = (key, labels)
+        return list(labels)
+
+    def __call__(self, group: Group) -> list[float]:
+        return frequency_rewards_with_L(self.answers(group), len(group.completions), invalid_reward=self.invalid_reward)

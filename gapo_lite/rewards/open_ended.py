@@ -1,0 +1,183 @@
+"""Open-ended GAPO: the frequency reward when the prompt carries no list, validity comes from a validator.
+
+Choice of L (the number of valid answers) when it is not given
+---------------------------------------------------------------
+* validator is a vocabulary -> L = the number of distinct canonical entries of the vocabulary;
+* otherwise -> L = G, the group size: the most distinct answers one group can show. A group of G
+  distinct valid answers then scores exactly 1 each, and every valid reward lies in [1/G, 1].
+
+Effect on GRPO advantages ((r - mean) / std within the group): a valid answer scores ``1 - f(o) + 1/L``,
+so 1/L is one constant added to every *valid* reward of the group. Differences between valid answers
+(``f(o') - f(o)``) do not depend on L; when the whole group is valid the shift cancels exactly; when
+some answers are invalid, L only moves the valid-vs-invalid gap (``1 - f(o) + 1/L - invalid_reward``),
+i.e. changing L is the same as changing ``invalid_reward`` by the opposite amount
+(``tests/test_scorers_beyond.py`` checks all three).
+"""
+from __future__ import annotations
+
+import os
+import re
+import unicodedata
+from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
+from pathlib import Path
+from typing import Union
+
+from gapo_lite.rewards.frequency import frequency_aware_rewards
+from gapo_lite.rewards.hook import Group
+
+Validator = Union[Collection[str], str, "os.PathLike[str]", "re.Pattern[str]", Callable[[str], bool]]
+
+_ARTICLES = frozenset({"a", "an", "the"})
+_NON_WORD = re.compile(r"[^\w\s]+")
+_PLURAL_KEEP = ("ss", "us", "is", "ous")
+
+
+def _singular(word: str) -> str:
+    """Fold a simple English plural: berries -> berry, boxes -> box, cats -> cat (glass, bus, iris kept)."""
+    if len(word) > 3 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith(("ches", "shes", "xes", "zes", "sses")):
+        return word[:-2]
+    if len(word) > 2 and word.endswith("s") and not word.endswith(_PLURAL_KEEP):
+        return word[:-1]
+    return word
+
+
+def _canonicalize(text: str) -> str | None:
+    """Canonical form of a short answer: NFKC, lower case, no punctuation, no leading article, the last
+    word singular, single spaces. ``None`` when nothing is left."""
+    text = unicodedata.normalize("NFKC", text).lower()
+    words = _NON_WORD.sub(" ", text.replace("_", " ")).split()
+    while words and words[0] in _ARTICLES:
+        words = words[1:]
+    if not words:
+        return None
+    words[-1] = _singular(words[-1])
+    return " ".join(words)
+
+
+def frequency_rewards_with_L(
+    answers: Sequence[Hashable | None],
+    num_valid: int,
+    is_valid: Callable[[Hashable], bool] | None = None,
+    *,
+    invalid_reward: float = -1.0,
+) -> list[float]:
+    """The frequency-aware reward with an explicit L: valid o gets ``1 - (f(o) - 1/num_valid)``.
+
+    ``is_valid`` (default: every non-``None`` answer is valid) decides validity; f is the share among the
+    group's valid answers. Delegates to :func:`frequency_aware_rewards` (so the formula lives in one place)
+    with the observed distinct valid answers as the valid set, then moves its constant 1/L_observed to
+    1/num_valid. Raises if ``num_valid`` is below the number of distinct valid answers the group shows.
+    """
+    if len(answers) == 0:
+        raise ValueError("frequency_rewards_with_L: the group is empty; a group needs at least one answer")
+    if num_valid < 1:
+        raise ValueError(f"frequency_rewards_with_L: num_valid (L) must be >= 1, got {num_valid}")
+    masked = [a if a is not None and (is_valid is None or is_valid(a)) else None for a in answers]
+    observed = {a for a in masked if a is not None}
+    if not observed:
+        return [float(invalid_reward)] * len(answers)
+    if len(observed) > num_valid:
+        raise ValueError(
+            f"frequency_rewards_with_L: num_valid={num_valid} but the group shows {len(observed)} distinct "
+            "valid answers; L must be at least the number of distinct valid answers"
+        )
+    base = frequency_aware_rewards(masked, observed, invalid_reward=invalid_reward)
+    shift = 1.0 / num_valid - 1.0 / len(observed)
+    return [r + shift if a is not None else r for r, a in zip(base, masked)]
+
+
+def _is_file(path: str | os.PathLike[str]) -> bool:
+    try:
+        return Path(path).is_file()
+    except (OSError, ValueError):  # e.g. a long regex is not a valid file name
+        return False
+
+
+def load_vocabulary(path: str | os.PathLike[str]) -> list[str]:
+    """One answer per line (blank lines and lines starting with '#' skipped)."""
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"vocabulary file {str(p)!r} does not exist")
+    entries = [line.strip() for line in p.read_text(encoding="utf-8").splitlines()]
+    return [e for e in entries if e and not e.startswith("#")]
+
+
+class OpenEndedFrequencyScorer:
+    """GAPO for open-ended prompts ("name a fruit"): canonicalise each completion, check it with a
+    validator, score the group with the frequency reward (see the module docstring for L).
+
+    ``validator`` is one of: a collection of answers (the vocabulary; canonicalised like the answers),
+    a :class:`pathlib.Path` or a string naming an existing file (a vocabulary, one answer per line),
+    a compiled regex or any other string (a pattern, ``fullmatch``-ed against the canonical answer), or
+    a callable ``str -> bool`` (given the canonical answer). ``extract`` picks the answer text out of a
+    completion (default: the whole completion).
+    """
+
+    name = "gapo_open_ended"
+
+    def __init__(
+        self,
+        validator: Validator,
+        *,
+        num_valid: int | None = None,
+        canonical: Callable[[str], str | None] = _canonicalize,
+        extract: Callable[[str], str | None] | None = None,
+        invalid_reward: float = -1.0,
+    ) -> None:
+        if num_valid is not None and num_valid < 1:
+            raise ValueError(f"num_valid (L) must be >= 1, got {num_valid}")
+        self.canonical = canonical
+        self.extract = extract
+        self.invalid_reward = invalid_reward
+        self.vocabulary: frozenset[str] | None = None
+        self._check = self._build_check(validator)
+        if num_valid is None and self.vocabulary is not None:
+            num_valid = len(self.vocabulary)
+        elif num_valid is not None and self.vocabulary is not None and num_valid < len(self.vocabulary):
+            raise ValueError(f"num_valid={num_valid} is below the vocabulary size {len(self.vocabulary)}")
+        self.num_valid = num_valid
+
+    def _build_check(self, validator: Validator) -> Callable[[str], bool]:
+        if isinstance(validator, (os.PathLike, str)) and _is_file(validator):
+            return self._vocabulary_check(load_vocabulary(validator), source=f"file {str(validator)!r}")
+        if isinstance(validator, os.PathLike):
+            raise FileNotFoundError(f"vocabulary file {os.fspath(validator)!r} does not exist")
+        if isinstance(validator, str):
+            try:
+                validator = re.compile(validator)
+            except re.error as exc:
+                raise ValueError(f"validator {validator!r} is neither an existing file nor a valid regex: {exc}") from exc
+        if isinstance(validator, re.Pattern):
+            pattern = validator
+            return lambda answer: pattern.fullmatch(answer) is not None
+        if callable(validator):
+            return validator
+        if isinstance(validator, Iterable):
+            return self._vocabulary_check(validator, source="the vocabulary given")
+        raise TypeError(
+            f"validator of type {type(validator).__name__} is not a vocabulary, file path, regex or callable"
+        )
+
+    def _vocabulary_check(self, entries: Iterable[str], *, source: str) -> Callable[[str], bool]:
+        canon = {self.canonical(str(e)) for e in entries}
+        canon.discard(None)
+        if not canon:
+            raise ValueError(f"OpenEndedFrequencyScorer: {source} is empty; a vocabulary needs at least one answer")
+        self.vocabulary = frozenset(canon)  # type: ignore[arg-type]
+        vocab = self.vocabulary
+        return lambda answer: answer in vocab
+
+    def answers(self, group: Group) -> list[str | None]:
+        """The canonical answer of each completion, or ``None`` when it is empty or invalid."""
+        out: list[str | None] = []
+        for completion in group.completions:
+            text = self.extract(completion) if self.extract is not None else completion
+            answer = self.canonical(text) if text is not None else None
+            out.append(answer if answer is not None and self._check(answer) else None)
+        return out
+
+    def __call__(self, group: Group) -> list[float]:
+        num_valid = self.num_valid if self.num_valid is not None else len(group.completions)
+        return frequency_rewards_with_L(self.answers(group), num_valid, invalid_reward=self.invalid_reward)
