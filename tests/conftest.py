@@ -16,3 +16,23 @@ def tiny_model_path(tmp_path_factory):
     from gapo_lite.tiny import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+
+
+ANIMALS = ["Cat", "Dog", "Owl", "Fox"]
+
+
+@pytest.fixture(scope="session")
+def small_vocab_model(tmp_path_factory):
+    """A random tiny Qwen2 whose vocabulary is one prompt wording plus four animals, and 16 prompts for it.
+
+    With so few tokens a random model answers a valid item often enough for groups to carry a reward signal.
+    """
+    from datasets import Dataset
+
+    from gapo_lite.data import TEMPLATES, make_example
+    from gapo_lite.tiny import build_tiny_model
+
+    words = sorted(set(TEMPLATES[0].replace("{items}", "").replace(".", " ").replace(":", " ").split()) | set(ANIMALS))
+    path = build_tiny_model(tmp_path_factory.mktemp("small") / "model", words=words, seed=1)
+    rows = [make_example(ANIMALS[i % 4 :] + ANIMALS[: i % 4], "animals", TEMPLATES[0], f"p{i:02d}") for i in range(16)]
+    return path, Dataset.from_list(rows)

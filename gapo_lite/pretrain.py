@@ -1,0 +1,80 @@
+"""Supervised "pretraining" of a tiny model into a mode-collapsed list picker (stands in for a real LLM's habits)."""
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from gapo_lite.data import TEMPLATES, categories, format_prompt
+from gapo_lite.sampling import render_prompt
+
+
+def collapse_targets(num_items: int, first_share: float) -> list[float]:
+    """Answer distribution over list positions: ``first_share`` on the first, the rest spread evenly."""
+    if not 0.0 < first_share <= 1.0:
+        raise ValueError(f"first_share must be in (0, 1], got {first_share}")
+    if num_items == 1:
+        return [1.0]
+    rest = (1.0 - first_share) / (num_items - 1)
+    return [first_share] + [rest] * (num_items - 1)
+
+
+def pretrain_collapsed(
+    model: Any,
+    tokenizer: Any,
+    *,
+    steps: int = 1500,
+    batch_size: int = 64,
+    first_share: float = 0.8,
+    learning_rate: float = 3e-3,
+    min_items: int = 4,
+    max_items: int = 12,
+    seed: int = 0,
+    progress: bool = True,
+) -> list[float]:
+    """Train ``model`` on list prompts of ALL categories to answer the first item with ``first_share``.
+
+    The answer position gets a soft cross-entropy target (``collapse_targets``) and the token after the
+    answer is trained to be end-of-turn. Returns the loss per step.
+    """
+    import torch
+    import torch.nn.functional as F
+    from tqdm.auto import tqdm
+
+    rng = random.Random(seed)
+    torch.manual_seed(seed)
+    pool = categories("all")
+    names = sorted(pool)
+    item_ids = {item: tokenizer.convert_tokens_to_ids(item) for items in pool.values() for item in items}
+    if tokenizer.unk_token_id in item_ids.values():
+        missing = [i for i, t in item_ids.items() if t == tokenizer.unk_token_id][:5]
+        raise ValueError(f"pretrain_collapsed needs one token per item; not in the vocabulary: {missing}")
+    eos = tokenizer.eos_token_id
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=learning_rate, weight_decay=0.0)
+    model.train()
+    losses: list[float] = []
+    for _ in tqdm(range(steps), desc="pretraining (collapse)", disable=not progress):
+        texts, targets = [], []
+        for _ in range(batch_size):
+            category = rng.choice(names)
+            items = rng.sample(pool[category], rng.randint(min_items, max_items))
+            prompt = [{"role": "user", "content": format_prompt(items, category, rng.choice(TEMPLATES))}]
+            dist = collapse_targets(len(items), first_share)
+            answer = rng.choices(items, weights=dist)[0]
+            texts.append(render_prompt(tokenizer, prompt) + answer)
+            targets.append((items, dist))
+        enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False, padding_side="left")
+        ids = torch.cat([enc["input_ids"], torch.full((batch_size, 1), eos)], dim=1)
+        mask = torch.cat([enc["attention_mask"], torch.ones(batch_size, 1, dtype=enc["attention_mask"].dtype)], dim=1)
+        logits = model(input_ids=ids, attention_mask=mask).logits
+        answer_logp = F.log_softmax(logits[:, -3].float(), dim=-1)  # predicts the answer token
+        soft = torch.zeros_like(answer_logp)
+        for row, (items, dist) in enumerate(targets):
+            for item, share in zip(items, dist):
+                soft[row, item_ids[item]] += share
+        loss = -(soft * answer_logp).sum(-1).mean() + F.cross_entropy(logits[:, -2].float(), ids[:, -1])
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        losses.append(float(loss))
+    model.eval()
+    return losses

@@ -1,0 +1,27 @@
+"""``gapo-lite train --recipe NAME [--set key=value ...] [--resume]``."""
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--recipe", required=True, help="recipe name in recipes/ (tiny_lists, qwen7b_lists, ...) or a .py path")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="override a TrainConfig field (repeatable)")
+    parser.add_argument("--resume", action="store_true", help="resume from the latest complete checkpoint in output_dir")
+    parser.add_argument("--dry-run", action="store_true", help="print the resolved config and exit before loading anything")
+
+
+def run(args: argparse.Namespace) -> int:
+    from gapo_lite.training.recipes import load_recipe
+
+    config = load_recipe(args.recipe).with_overrides(args.overrides + (["resume=true"] if args.resume else []))
+    if args.dry_run:
+        import yaml
+
+        print(yaml.safe_dump(config.to_dict(), sort_keys=False))
+        return 0
+    from gapo_lite.training import train
+
+    result = train(config)
+    print(f"gapo-lite: done at step {result.global_step}; adapter in {result.adapter_dir}, metrics in {result.metrics_path}")
+    return 0

@@ -1,0 +1,181 @@
+"""``TrainConfig``: every knob of a GAPO run, with the paper's defaults, and ``--set key=value`` parsing."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import typing
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Literal
+
+REWARDS = ("gapo", "validity")
+REPORT_TO = ("none", "tensorboard", "trackio", "wandb")
+LOSS_TYPES = ("dapo", "grpo", "dr_grpo", "bnpo", "cispo", "sapo", "luspo", "vespo")
+
+
+@dataclass
+class TrainConfig:
+    """A GAPO run. Defaults follow the paper: G=32, beta=0, lr 1e-5, LoRA r=64/alpha=32/dropout=0.1,
+    8 prompts per step, lists of 4-12 items."""
+
+    # model
+    model: str = "Qwen/Qwen2.5-7B-Instruct"
+    backend: Literal["auto", "unsloth", "transformers"] = "auto"
+    load_in_4bit: bool = True
+    max_seq_length: int = 1024
+    use_lora: bool = True
+    lora_r: int = 64
+    lora_alpha: int = 32
+    lora_dropout: float = 0.1
+    lora_target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+    # reward and objective
+    reward: str = "gapo"
+    invalid_reward: float = -1.0
+    num_generations: int = 32
+    prompts_per_step: int = 8
+    beta: float = 0.0
+    loss_type: str = "dapo"
+    scale_rewards: str = "group"
+    temperature: float = 1.0
+    max_completion_length: int = 32
+    # data
+    split: Literal["train", "heldout", "all"] = "train"
+    num_prompts: int | None = None
+    min_items: int = 4
+    max_items: int = 12
+    data_seed: int = 0
+    # optimisation
+    learning_rate: float = 1e-5
+    lr_scheduler_type: str = "constant"
+    warmup_ratio: float = 0.0
+    weight_decay: float = 0.0
+    max_grad_norm: float = 1.0
+    optim: str = "auto"
+    max_steps: int = 500
+    # memory
+    chunk_size: int | None = None
+    memory_budget_gb: float | None = None
+    gradient_checkpointing: bool | None = None
+    fast_inference: bool = False
+    # bookkeeping
+    output_dir: str = "runs/gapo"
+    save_steps: int = 50
+    save_total_limit: int | None = 3
+    logging_steps: int = 1
+    report_to: str = "none"
+    seed: int = 0
+    resume: bool = False
+    extra_grpo_args: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` naming the first bad field."""
+        positive = ["num_generations", "prompts_per_step", "max_completion_length", "max_steps", "save_steps", "logging_steps", "max_seq_length", "min_items"]
+        for name in positive:
+            if getattr(self, name) < 1:
+                raise ValueError(f"TrainConfig.{name} must be >= 1, got {getattr(self, name)}")
+        if self.num_generations < 2:
+            raise ValueError(f"TrainConfig.num_generations must be >= 2 (a group needs two answers), got {self.num_generations}")
+        if self.max_items < self.min_items:
+            raise ValueError(f"TrainConfig.max_items ({self.max_items}) < min_items ({self.min_items})")
+        if self.reward not in REWARDS:
+            raise ValueError(f"TrainConfig.reward must be one of {REWARDS}, got {self.reward!r}")
+        if self.report_to not in REPORT_TO:
+            raise ValueError(f"TrainConfig.report_to must be one of {REPORT_TO}, got {self.report_to!r}")
+        if self.loss_type not in LOSS_TYPES:
+            raise ValueError(f"TrainConfig.loss_type must be one of {LOSS_TYPES}, got {self.loss_type!r}")
+        if self.backend not in ("auto", "unsloth", "transformers"):
+            raise ValueError(f"TrainConfig.backend must be 'auto', 'unsloth' or 'transformers', got {self.backend!r}")
+        if self.learning_rate <= 0:
+            raise ValueError(f"TrainConfig.learning_rate must be > 0, got {self.learning_rate}")
+        if self.temperature <= 0:
+            raise ValueError(f"TrainConfig.temperature must be > 0, got {self.temperature}")
+        if self.chunk_size is not None:
+            total = self.prompts_per_step * self.num_generations
+            if self.chunk_size < 1 or total % self.chunk_size:
+                raise ValueError(
+                    f"TrainConfig.chunk_size={self.chunk_size} must divide prompts_per_step * num_generations = {total}, "
+                    "so every optimizer step sees whole groups"
+                )
+
+    @property
+    def generation_batch_size(self) -> int:
+        return self.prompts_per_step * self.num_generations
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["lora_target_modules"] = list(self.lora_target_modules)
+        return d
+
+    def save(self, path: str | Path) -> None:
+        """Write the resolved config as YAML."""
+        import yaml
+
+        Path(path).write_text(yaml.safe_dump(self.to_dict(), sort_keys=False))
+
+    @classmethod
+    def load(cls, path: str | Path) -> "TrainConfig":
+        import yaml
+
+        return cls.from_dict(yaml.safe_load(Path(path).read_text()) or {})
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "TrainConfig":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown TrainConfig key(s): {', '.join(unknown)}; known keys: {', '.join(sorted(known))}")
+        data = dict(data)
+        if "lora_target_modules" in data:
+            data["lora_target_modules"] = tuple(data["lora_target_modules"])
+        return cls(**data)
+
+    def with_overrides(self, assignments: list[str]) -> "TrainConfig":
+        """A copy with ``key=value`` assignments applied (values parsed to the field's type)."""
+        hints = typing.get_type_hints(type(self))
+        changes: dict[str, Any] = {}
+        for text in assignments:
+            if "=" not in text:
+                raise ValueError(f"--set expects key=value, got {text!r}")
+            key, raw = (s.strip() for s in text.split("=", 1))
+            if key not in hints:
+                raise ValueError(f"unknown TrainConfig key {key!r}; known keys: {', '.join(sorted(hints))}")
+            changes[key] = _parse_value(key, raw, hints[key])
+        return dataclasses.replace(self, **changes)
+
+
+def _parse_value(key: str, raw: str, hint: Any) -> Any:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if raw.lower() in ("none", "null") and type(None) in args:
+        return None
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        inner = [a for a in args if a is not type(None)]
+        return _parse_value(key, raw, inner[0])
+    try:
+        if hint is bool:
+            if raw.lower() in ("1", "true", "yes", "on"):
+                return True
+            if raw.lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError
+        if hint is int:
+            return int(raw)
+        if hint is float:
+            return float(raw)
+        if origin is Literal:
+            if raw not in args:
+                raise ValueError
+            return raw
+        if origin is tuple:
+            return tuple(s.strip() for s in raw.split(",") if s.strip())
+        if origin is dict:
+            value = json.loads(raw)
+            if not isinstance(value, dict):
+                raise ValueError
+            return value
+        return raw
+    except ValueError:
+        expected = f"one of {args}" if origin is Literal else getattr(hint, "__name__", str(hint))
+        raise ValueError(f"bad value for {key}: {raw!r} (expected {expected})") from None

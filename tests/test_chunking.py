@@ -1,0 +1,101 @@
+"""Chunked forward/backward passes give the unchunked gradient; out-of-memory back-off is exact and bounded."""
+import pytest
+import torch
+from transformers import TrainerCallback
+
+from gapo_lite.training import TrainConfig, build_trainer
+from gapo_lite.training.backoff import OutOfMemoryAtChunkOne
+
+G, PROMPTS = 8, 2  # one optimizer step sees 16 completions
+
+
+class GradCapture(TrainerCallback):
+    def __init__(self):
+        self.grads = None
+
+    def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs):
+        self.grads = {n: p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None}
+
+
+def one_step(small_vocab_model, tmp_path, chunk, monkeypatch=None, oom_if=None, table=None):
+    """Gradient of one GAPO update at ``chunk`` completions per pass (after any back-off)."""
+    import trl
+
+    from gapo_lite.models import LoraSettings, load_model
+
+    path, dataset = small_vocab_model
+    model, tok = load_model(path, lora=LoraSettings(r=4, alpha=8, dropout=0.0))
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if "lora_B" in n:
+                p.normal_(0, 0.05)  # non-zero B so every LoRA matrix gets a gradient
+    config = TrainConfig(
+        model=str(path), num_generations=G, prompts_per_step=PROMPTS, max_completion_length=3, max_steps=1,
+        learning_rate=1e-4, max_grad_norm=0.0, chunk_size=chunk, output_dir=str(tmp_path / f"run{chunk}"), save_steps=100,
+    )
+    capture = GradCapture()
+    if oom_if is not None:
+        original = trl.GRPOTrainer.compute_loss
+
+        def flaky(self, model, inputs, *args, **kwargs):
+            if oom_if(self, inputs["completion_ids"].shape[0]):
+                raise torch.OutOfMemoryError("CUDA out of memory (injected)")
+            return original(self, model, inputs, *args, **kwargs)
+
+        monkeypatch.setattr(trl.GRPOTrainer, "compute_loss", flaky)
+    trainer = build_trainer(config, model=model, tokenizer=tok, train_dataset=dataset, callbacks=[capture])
+    trainer.gapo_plan_table = table
+    trainer.train()
+    return capture.grads, trainer
+
+
+def rel_error(a, b):
+    num = sum(float((a[k] - b[k]).norm() ** 2) for k in b) ** 0.5
+    den = sum(float(b[k].norm() ** 2) for k in b) ** 0.5
+    return num / den
+
+
+@pytest.fixture(scope="module")
+def reference(small_vocab_model, tmp_path_factory):
+    grads, trainer = one_step(small_vocab_model, tmp_path_factory.mktemp("ref"), G * PROMPTS)
+    assert trainer.args.gradient_accumulation_steps == 1
+    assert sum(float(g.abs().sum()) for g in grads.values()) > 0, "reference gradient is zero: no reward signal"
+    return grads
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 4, G])
+def test_chunked_gradient_equals_unchunked(small_vocab_model, tmp_path, reference, chunk):
+    grads, trainer = one_step(small_vocab_model, tmp_path, chunk)
+    assert trainer.args.per_device_train_batch_size == chunk
+    assert trainer.args.gradient_accumulation_steps == trainer.args.steps_per_generation == G * PROMPTS // chunk
+    assert set(grads) == set(reference)
+    assert rel_error(grads, reference) <= 1e-5
+
+
+def test_oom_halves_chunk_and_keeps_the_gradient(small_vocab_model, tmp_path, reference, monkeypatch):
+    # passes of more than 2 completions "run out of memory": 16 -> 8 -> 4 -> 2
+    grads, trainer = one_step(small_vocab_model, tmp_path, 16, monkeypatch, oom_if=lambda self, rows: rows > 2)
+    assert [b["chunk_size"] for b in trainer.gapo_backoffs] == [8, 4, 2]
+    assert trainer.gapo_chunk_size == 2
+    assert rel_error(grads, reference) <= 1e-5
+
+
+def test_oom_in_a_later_micro_step_redoes_the_window(small_vocab_model, tmp_path, reference, monkeypatch):
+    # chunk 4 = 4 micro-steps; the second one fails once at 4 rows, after the first was accumulated
+    fired = []
+
+    def oom_if(self, rows):
+        if self._step % 4 == 1 and rows == 4 and not fired:
+            fired.append(self._step)
+            return True
+        return False
+
+    grads, trainer = one_step(small_vocab_model, tmp_path, 4, monkeypatch, oom_if=oom_if)
+    assert fired and [b["chunk_size"] for b in trainer.gapo_backoffs] == [2]
+    assert rel_error(grads, reference) <= 1e-5
+
+
+def test_oom_at_chunk_one_stops_with_the_plan_table(small_vocab_model, tmp_path, monkeypatch):
+    with pytest.raises(OutOfMemoryAtChunkOne, match="(?s)even with 1 completion.*PLAN TABLE"):
+        one_step(small_vocab_model, tmp_path, 4, monkeypatch, oom_if=lambda self, rows: True, table="PLAN TABLE")

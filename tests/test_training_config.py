@@ -1,0 +1,70 @@
+"""TrainConfig defaults, --set parsing, recipes and the train CLI's early errors."""
+import pytest
+
+from gapo_lite.cli import main
+from gapo_lite.training import TrainConfig
+from gapo_lite.training.recipes import load_recipe
+from gapo_lite.training.trainer import grpo_args
+
+
+def test_defaults_are_the_papers():
+    c = TrainConfig()
+    assert (c.num_generations, c.beta, c.learning_rate, c.prompts_per_step) == (32, 0.0, 1e-5, 8)
+    assert (c.lora_r, c.lora_alpha, c.lora_dropout, c.min_items, c.max_items) == (64, 32, 0.1, 4, 12)
+    assert len(c.lora_target_modules) == 7
+
+
+def test_overrides_parse_types():
+    c = TrainConfig().with_overrides(["num_generations=16", "learning_rate=3e-4", "use_lora=false", "chunk_size=none", "lora_target_modules=q_proj, v_proj", "report_to=tensorboard"])
+    assert c.num_generations == 16 and c.learning_rate == 3e-4 and c.use_lora is False and c.chunk_size is None
+    assert c.lora_target_modules == ("q_proj", "v_proj") and c.report_to == "tensorboard"
+
+
+@pytest.mark.parametrize(
+    "assignment, match",
+    [("bogus=1", "unknown TrainConfig key 'bogus'"), ("num_generations=many", "bad value for num_generations"),
+     ("use_lora=maybe", "bad value for use_lora"), ("backend=jax", "bad value for backend"), ("report_to=mlflow", "report_to"),
+     ("num_generations=1", "num_generations"), ("chunk_size=5", "chunk_size=5 must divide"), ("noequals", "key=value")],
+)
+def test_bad_overrides_are_clear_errors(assignment, match):
+    with pytest.raises(ValueError, match=match):
+        TrainConfig().with_overrides([assignment])
+
+
+def test_yaml_round_trip(tmp_path):
+    c = TrainConfig(num_generations=4, prompts_per_step=2)
+    c.save(tmp_path / "c.yaml")
+    assert TrainConfig.load(tmp_path / "c.yaml") == c
+    with pytest.raises(ValueError, match="unknown TrainConfig key"):
+        TrainConfig.from_dict({"nope": 1})
+
+
+def test_grpo_args_one_optimizer_step_per_generation_batch():
+    args = grpo_args(TrainConfig(num_generations=8, prompts_per_step=4, chunk_size=4, output_dir="/tmp/x"), 4)
+    assert args.per_device_train_batch_size == 4
+    assert args.gradient_accumulation_steps == args.steps_per_generation == 8
+    assert args.generation_batch_size == 32 and args.generation_batch_size % args.num_generations == 0
+    assert args.beta == 0.0 and args.loss_type == "dapo"
+
+
+@pytest.mark.parametrize("name", ["tiny_lists", "qwen7b_lists", "qwen32b_lists"])
+def test_recipes_load(name):
+    c = load_recipe(name)
+    assert isinstance(c, TrainConfig)
+    if name.startswith("qwen"):
+        assert c.num_generations == 32 and c.load_in_4bit and c.lora_r == 64
+
+
+def test_cli_bad_key_fails_before_loading_a_model(capsys, monkeypatch):
+    import gapo_lite.models
+
+    def boom(*a, **k):
+        raise AssertionError("model loaded")
+
+    monkeypatch.setattr(gapo_lite.models, "load_model", boom)
+    with pytest.raises(ValueError, match="bogus"):
+        main(["train", "--recipe", "tiny_lists", "--set", "bogus=3"])
+    assert main(["train", "--recipe", "qwen7b_lists", "--set", "max_steps=7", "--dry-run"]) == 0
+    assert "max_steps: 7" in capsys.readouterr().out
+    with pytest.raises(FileNotFoundError, match="no recipe 'nope'"):
+        main(["train", "--recipe", "nope"])
