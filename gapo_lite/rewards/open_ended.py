@@ -17,43 +17,21 @@ from __future__ import annotations
 
 import os
 import re
-import unicodedata
 from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
 from pathlib import Path
 from typing import Union
 
+from gapo_lite.eval.canonical import canonicalize
 from gapo_lite.rewards.frequency import frequency_aware_rewards
 from gapo_lite.rewards.hook import Group
 
 Validator = Union[Collection[str], str, "os.PathLike[str]", "re.Pattern[str]", Callable[[str], bool]]
 
-_ARTICLES = frozenset({"a", "an", "the"})
-_NON_WORD = re.compile(r"[^\w\s]+")
-_PLURAL_KEEP = ("ss", "us", "is", "ous")
 
-
-def _singular(word: str) -> str:
-    """Fold a simple English plural: berries -> berry, boxes -> box, cats -> cat (glass, bus, iris kept)."""
-    if len(word) > 3 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 3 and word.endswith(("ches", "shes", "xes", "zes", "sses")):
-        return word[:-2]
-    if len(word) > 2 and word.endswith("s") and not word.endswith(_PLURAL_KEEP):
-        return word[:-1]
-    return word
-
-
-def _canonicalize(text: str) -> str | None:
-    """Canonical form of a short answer: NFKC, lower case, no punctuation, no leading article, the last
-    word singular, single spaces. ``None`` when nothing is left."""
-    text = unicodedata.normalize("NFKC", text).lower()
-    words = _NON_WORD.sub(" ", text.replace("_", " ")).split()
-    while words and words[0] in _ARTICLES:
-        words = words[1:]
-    if not words:
-        return None
-    words[-1] = _singular(words[-1])
-    return " ".join(words)
+def canonical_answer(text: str) -> str | None:
+    """Default canonical form: :func:`gapo_lite.eval.canonical.canonicalize` with plurals folded
+    ("Sure! The Red Pandas." -> "red panda"); ``None`` when nothing is left."""
+    return canonicalize(text, fold_plurals=True)
 
 
 def frequency_rewards_with_L(
@@ -105,7 +83,8 @@ def load_vocabulary(path: str | os.PathLike[str]) -> list[str]:
 
 
 class OpenEndedFrequencyScorer:
-    """GAPO for open-ended prompts ("name a fruit"): canonicalise each completion, check it with a
+    """GAPO for open-ended prompts ("name a fruit"): canonicalise each completion (``canonical``, default
+    :func:`canonical_answer`: case, punctuation, lead-ins, articles, simple plurals), check it with a
     validator, score the group with the frequency reward (see the module docstring for L).
 
     ``validator`` is one of: a collection of answers (the vocabulary; canonicalised like the answers),
@@ -122,7 +101,7 @@ class OpenEndedFrequencyScorer:
         validator: Validator,
         *,
         num_valid: int | None = None,
-        canonical: Callable[[str], str | None] = _canonicalize,
+        canonical: Callable[[str], str | None] = canonical_answer,
         extract: Callable[[str], str | None] | None = None,
         invalid_reward: float = -1.0,
     ) -> None:

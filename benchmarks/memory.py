@@ -1,0 +1,206 @@
+"""Measured peak memory of one GRPO-style forward+backward per chunk size, next to the planner's estimate.
+
+    python benchmarks/memory.py                       # CPU: ~40M-parameter Qwen2, 32k vocabulary, chunks 1,2,4,8
+    python benchmarks/memory.py --chunks 1,2 --completion-tokens 128
+
+The loss is GRPO's policy-gradient core: log-probs of the completion tokens (TRL's selective_log_softmax
+over the logits of the kept positions) times per-completion advantages, with a LoRA adapter and gradient
+checkpointing, as the transformers backend trains. Measured on CPU: the peak increase of the process's
+resident memory (psutil, sampled every millisecond in a thread) over the level just before the step,
+each chunk size in a fresh subprocess with glibc's mmap threshold pinned low so that freed tensors go
+back to the OS. On a CUDA GPU: ``torch.cuda.max_memory_allocated`` above the allocation before the step.
+The estimate is the planner's ``activations + logits_and_logprobs`` for the same shapes at 32-bit
+(CPU) or 16-bit (GPU) on the transformers backend; the ratio estimate/measured is printed, not asserted.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+MIB = 1024**2
+
+
+def build_model(path: Path, *, hidden: int, layers: int, heads: int, kv_heads: int, intermediate: int, vocab: int) -> Path:
+    """A random Qwen2 with a word-level tokenizer whose vocabulary is padded with generated words to ``vocab``."""
+    from gapo_lite.tiny import _BASE_WORDS, SPECIAL_TOKENS, build_tiny_model
+
+    reserved = len(SPECIAL_TOKENS) + len(_BASE_WORDS)
+    words = [f"w{i:05d}" for i in range(max(vocab - reserved, 1))]
+    return build_tiny_model(
+        path, words, hidden_size=hidden, num_layers=layers, num_heads=heads, num_kv_heads=kv_heads,
+        intermediate_size=intermediate, max_positions=2048,
+    )
+
+
+class PeakSampler:
+    """Samples this process's RSS in a background thread; ``peak`` is the highest value seen."""
+
+    def __init__(self, interval: float = 0.001) -> None:
+        import psutil
+
+        self._process = psutil.Process()
+        self._interval = interval
+        self._stop = threading.Event()
+        self.peak = self._process.memory_info().rss
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self._process.memory_info().rss)
+            time.sleep(self._interval)
+
+    def __enter__(self) -> "PeakSampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self._process.memory_info().rss)
+
+
+def grpo_step(model, chunk: int, prompt_tokens: int, completion_tokens: int, vocab: int, seed: int = 0) -> None:
+    """One forward+backward of ``-(logp(completion) * advantage).mean()`` on random tokens."""
+    import torch
+    from trl.trainer.utils import selective_log_softmax
+
+    device = next(model.parameters()).device
+    generator = torch.Generator().manual_seed(seed)
+    ids = torch.randint(20, vocab, (chunk, prompt_tokens + completion_tokens), generator=generator).to(device)
+    advantages = torch.randn(chunk, generator=generator).to(device)
+    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+        logits = model(input_ids=ids, attention_mask=torch.ones_like(ids), logits_to_keep=completion_tokens + 1, use_cache=False).logits
+    logps = selective_log_softmax(logits[:, :-1], ids[:, -completion_tokens:])
+    loss = -(logps * advantages[:, None]).mean()
+    loss.backward()
+
+
+def worker(args: argparse.Namespace) -> dict:
+    """Load the model, warm up, then measure one step of ``args.chunk`` completions."""
+    import gc
+
+    import torch
+
+    from gapo_lite.models import LoraSettings, load_model
+
+    torch.set_num_threads(max(1, os.cpu_count() or 1))
+    model, _ = load_model(args.model_dir, backend="transformers", load_in_4bit=False, lora=LoraSettings(r=args.lora_rank, alpha=2 * args.lora_rank, dropout=0.1))
+    if torch.cuda.is_available():
+        model = model.to(torch.bfloat16)
+        for name, param in model.named_parameters():
+            if param.requires_grad:
+                param.data = param.data.float()
+    if not args.no_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model.train()
+    vocab = model.config.vocab_size
+    grpo_step(model, 1, 8, 8, vocab)  # warm-up: lazy buffers, thread pools, autograd machinery
+    model.zero_grad(set_to_none=False)  # keep LoRA grads allocated: they are not part of the compared terms
+    gc.collect()
+    start = time.perf_counter()
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+        base = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        grpo_step(model, args.chunk, args.prompt_tokens, args.completion_tokens, vocab, seed=1)
+        torch.cuda.synchronize()
+        measured = torch.cuda.max_memory_allocated() - base
+    else:
+        import psutil
+
+        base = psutil.Process().memory_info().rss
+        with PeakSampler() as sampler:
+            grpo_step(model, args.chunk, args.prompt_tokens, args.completion_tokens, vocab, seed=1)
+        measured = sampler.peak - base
+    return {"chunk": args.chunk, "measured_bytes": int(measured), "seconds": time.perf_counter() - start, "device": "cuda" if torch.cuda.is_available() else "cpu"}
+
+
+def estimate(model_dir: Path, args: argparse.Namespace, chunk: int, cuda: bool) -> dict[str, int]:
+    from gapo_lite.memory import ModelSpec, PlanSettings, estimate_terms
+
+    spec = ModelSpec.from_config(model_dir)
+    settings = PlanSettings(
+        quantization="16bit" if cuda else "32bit", lora_rank=args.lora_rank, num_generations=2, prompts_per_step=1,
+        prompt_tokens=args.prompt_tokens, completion_tokens=args.completion_tokens, backend="transformers",
+        gradient_checkpointing=not args.no_checkpointing,
+    )
+    return estimate_terms(spec, settings, chunk)
+
+
+def run_worker_subprocess(model_dir: Path, args: argparse.Namespace, chunk: int) -> dict:
+    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536", MALLOC_TRIM_THRESHOLD_="65536", GAPO_LITE_BACKEND="transformers")
+    cmd = [
+        sys.executable, __file__, "--worker", "--model-dir", str(model_dir), "--chunk", str(chunk),
+        "--prompt-tokens", str(args.prompt_tokens), "--completion-tokens", str(args.completion_tokens),
+        "--lora-rank", str(args.lora_rank),
+    ] + (["--no-checkpointing"] if args.no_checkpointing else [])
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"worker for chunk {chunk} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chunks", default="1,2,4,8")
+    parser.add_argument("--prompt-tokens", type=int, default=64)
+    parser.add_argument("--completion-tokens", type=int, default=256)
+    parser.add_argument("--hidden", type=int, default=512)
+    parser.add_argument("--layers", type=int, default=8)
+    parser.add_argument("--heads", type=int, default=8)
+    parser.add_argument("--kv-heads", type=int, default=2)
+    parser.add_argument("--intermediate", type=int, default=1536)
+    parser.add_argument("--vocab", type=int, default=32000)
+    parser.add_argument("--lora-rank", type=int, default=16)
+    parser.add_argument("--no-checkpointing", action="store_true")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--model-dir", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--chunk", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        print(json.dumps(worker(args)))
+        return 0
+
+    import torch
+
+    cuda = torch.cuda.is_available()
+    chunks = [int(c) for c in args.chunks.split(",") if c.strip()]
+    with tempfile.TemporaryDirectory(prefix="gapo_membench_") as tmp:
+        model_dir = build_model(
+            Path(tmp) / "model", hidden=args.hidden, layers=args.layers, heads=args.heads, kv_heads=args.kv_heads,
+            intermediate=args.intermediate, vocab=args.vocab,
+        )
+        from gapo_lite.memory import ModelSpec
+
+        spec = ModelSpec.from_config(model_dir)
+        print(
+            f"model: {spec.num_params / 1e6:.1f}M params, hidden {spec.hidden_size}, {spec.num_layers} layers, vocab {spec.vocab_size}; "
+            f"LoRA r={args.lora_rank}; {args.prompt_tokens} prompt + {args.completion_tokens} completion tokens; "
+            f"checkpointing {'off' if args.no_checkpointing else 'on'}; device {'cuda' if cuda else 'cpu'}"
+        )
+        header = f"{'chunk':>5} {'activ. est':>11} {'logits est':>11} {'estimate':>10} {'measured':>10} {'est/meas':>9} {'step s':>7}"
+        print(header)
+        print("-" * len(header))
+        for chunk in chunks:
+            result = run_worker_subprocess(model_dir, args, chunk)
+            terms = estimate(model_dir, args, chunk, cuda)
+            est = terms["activations"] + terms["logits_and_logprobs"]
+            measured = result["measured_bytes"]
+            ratio = est / measured if measured > 0 else float("nan")
+            print(
+                f"{chunk:>5} {terms['activations'] / MIB:>9.1f}Mi {terms['logits_and_logprobs'] / MIB:>9.1f}Mi "
+                f"{est / MIB:>8.1f}Mi {measured / MIB:>8.1f}Mi {ratio:>9.2f} {result['seconds']:>7.1f}",
+                flush=True,
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,131 @@
+"""Lists suite: unseen 8-item lists, sampled many times; JSD to uniform, valid rate, histograms, position bias."""
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from gapo_lite.eval.settings import SampleSettings, sample
+
+DEFAULT_TEMPLATE = "Pick one item from this list at random: {items}. Answer with the item only."
+
+
+@dataclass(frozen=True)
+class EvalList:
+    """One evaluation list: its items (canonical order) and the shuffled orders it is shown in."""
+
+    list_id: str
+    category: str
+    items: tuple[str, ...]
+    orders: tuple[tuple[str, ...], ...]
+
+
+def make_eval_lists(num_lists: int = 10, list_size: int = 8, num_orders: int = 4, seed: int = 0, split: str = "heldout") -> list[EvalList]:
+    """``num_lists`` lists of ``list_size`` items from the held-out categories, each shown in ``num_orders`` orders.
+
+    Categories are used in a seeded shuffled cycle (10 lists over 8 held-out categories: two categories come
+    back with a fresh draw of items). The first order is the drawn order; the others are seeded shuffles.
+    """
+    from gapo_lite.data import categories
+
+    if num_lists < 1 or num_orders < 1:
+        raise ValueError(f"num_lists and num_orders must be >= 1, got {num_lists} and {num_orders}")
+    pool = categories(split)  # type: ignore[arg-type]
+    too_small = [name for name, items in pool.items() if len(items) < list_size]
+    if list_size < 2 or too_small:
+        raise ValueError(f"list_size={list_size} must be >= 2 and fit every {split} category (too small: {too_small})")
+    rng = random.Random(f"gapo-lite/eval-lists/{seed}")
+    names = sorted(pool)
+    rng.shuffle(names)
+    lists = []
+    for i in range(num_lists):
+        category = names[i % len(names)]
+        items = rng.sample(pool[category], list_size)
+        orders = [tuple(items)]
+        for _ in range(num_orders - 1):
+            shuffled = list(items)
+            rng.shuffle(shuffled)
+            orders.append(tuple(shuffled))
+        lists.append(EvalList(f"list-{i:02d}", category, tuple(items), tuple(orders)))
+    return lists
+
+
+def split_counts(n: int, parts: int) -> list[int]:
+    """``n`` split into ``parts`` near-equal counts, the larger ones first: split_counts(10, 4) == [3, 3, 2, 2]."""
+    if n < 0 or parts < 1:
+        raise ValueError(f"need n >= 0 and parts >= 1, got n={n}, parts={parts}")
+    base, extra = divmod(n, parts)
+    return [base + (1 if k < extra else 0) for k in range(parts)]
+
+
+def position_bias_tv(position_shares: list[float]) -> float:
+    """Total-variation distance of position shares from uniform: 0 unbiased, 1 - 1/L always the same position."""
+    if not position_shares or not math.isclose(sum(position_shares), 1.0, abs_tol=1e-9):
+        return math.nan
+    uniform = 1.0 / len(position_shares)
+    return 0.5 * sum(abs(p - uniform) for p in position_shares)
+
+
+def score_list(choices: list[str | None], shown: list[tuple[str, ...]], items: tuple[str, ...]) -> dict[str, Any]:
+    """Metrics for one list's parsed choices; ``shown[k]`` is the order sample ``k`` saw."""
+    from gapo_lite import metrics
+
+    counts = Counter(c for c in choices if c is not None)
+    positions = metrics.position_bias(choices, shown)
+    return {
+        "n": len(choices),
+        "jsd": metrics.jsd_to_uniform(choices, items),
+        "valid_rate": metrics.valid_rate(choices, items),
+        "entropy": metrics.normalized_entropy(choices, items) + 0.0,  # + 0.0 turns -0.0 into 0.0
+        "counts": {item: counts.get(item, 0) for item in items},
+        "invalid": sum(1 for c in choices if c is None or c not in items),
+        "position_shares": positions,
+        "position_tv": position_bias_tv(positions),
+    }
+
+
+def summarize(per_list: list[dict[str, Any]]) -> dict[str, Any]:
+    """Means over lists (JSD over lists with a valid answer) and position shares pooled over all valid choices."""
+    jsds = [r["jsd"] for r in per_list if not math.isnan(r["jsd"])]
+    width = max(len(r["position_shares"]) for r in per_list)
+    pooled = [0.0] * width
+    total_valid = 0
+    for r in per_list:
+        valid = r["n"] - r["invalid"]
+        total_valid += valid
+        for k, share in enumerate(r["position_shares"]):
+            pooled[k] += share * valid
+    pooled = [p / total_valid if total_valid else 0.0 for p in pooled]
+    return {
+        "mean_jsd": sum(jsds) / len(jsds) if jsds else math.nan,
+        "lists_with_valid": len(jsds),
+        "mean_valid_rate": sum(r["valid_rate"] for r in per_list) / len(per_list),
+        "mean_entropy": sum(r["entropy"] for r in per_list) / len(per_list),
+        "position_shares": pooled,
+        "position_tv": position_bias_tv(pooled) if total_valid else math.nan,
+    }
+
+
+def run_lists(model, tokenizer, settings: SampleSettings, *, num_lists: int = 10, list_size: int = 8, num_orders: int = 4, template: str = DEFAULT_TEMPLATE) -> dict[str, Any]:
+    """Sample ``settings.n`` answers per list, spread over its orders, and score them. Returns metrics and samples."""
+    from gapo_lite.data import format_prompt, parse_choice
+
+    lists = make_eval_lists(num_lists, list_size, num_orders, settings.seed)
+    counts = split_counts(settings.n, num_orders)
+    per_order = max(counts)
+    prompts = [[{"role": "user", "content": format_prompt(list(order), lst.category, template)}] for lst in lists for order in lst.orders]
+    completions = sample(model, tokenizer, prompts, settings, n=per_order, seed_offset=101)
+    per_list, samples = [], []
+    for i, lst in enumerate(lists):
+        choices: list[str | None] = []
+        shown: list[tuple[str, ...]] = []
+        for k, order in enumerate(lst.orders):
+            for text in completions[i * num_orders + k][: counts[k]]:
+                choice = parse_choice(text, lst.items)
+                choices.append(choice)
+                shown.append(order)
+                samples.append({"list_id": lst.list_id, "order": k, "completion": text, "choice": choice})
+        per_list.append({"list_id": lst.list_id, "category": lst.category, "items": list(lst.items), "orders": [list(o) for o in lst.orders], **score_list(choices, shown, lst.items)})
+    return {"lists": per_list, **summarize(per_list), "template": template, "num_orders": num_orders, "samples": samples}

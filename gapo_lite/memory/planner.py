@@ -1,0 +1,436 @@
+"""``plan_memory``: which micro-batch of completions fits in GPU memory for a GAPO/GRPO step, and why.
+
+A GAPO step has two phases that never hold their big tensors at the same time:
+
+* generation: TRL generates the whole per-process generation batch (``prompts_per_step * num_generations
+  / world_size`` sequences) in one ``generate`` call, so the KV cache and the prefill's activations scale
+  with the generation batch and do not depend on the chunk size;
+* training: the generation batch is cut into micro-batches of ``chunk_size`` completions (TRL's
+  ``per_device_train_batch_size``), each run forward and backward, gradients accumulated over
+  ``steps_per_generation`` micro-batches, then one optimizer step.
+
+Peak = weights + LoRA/optimizer + CUDA overhead + max(generation phase, training phase).
+
+Terms (bytes; ``a`` = bytes per activation element: 2 for 4bit/16bit (bf16 compute), 4 for 32bit;
+``c`` = chunk size, ``P``/``C`` = prompt/completion tokens, ``S = P + C``, ``L`` layers, ``h`` hidden,
+``I`` intermediate, ``kv`` = kv_heads * head_dim, ``V`` vocab, ``r`` LoRA rank):
+
+``weights``
+    4bit: the seven projections as bitsandbytes NF4 with double quantization, 0.5 byte/param + an
+    8-bit absmax per 64-block + an fp32 constant per 256 blocks (~0.516 byte/param); embeddings, lm_head,
+    norms and biases stay 16-bit (Unsloth and bitsandbytes keep them unquantized). On the transformers
+    backend peft's ``prepare_model_for_kbit_training`` casts those unquantized parameters to fp32, so
+    they count 4 bytes there. 16bit: 2 bytes/param; 32bit: 4 bytes/param.
+``lora_params_and_optimizer``
+    LoRA on the seven projections, ``r * (in + out)`` per module per layer. The adapter is fp32 (Unsloth
+    and peft upcast it): param 4 + grad 4 + AdamW's two fp32 states 8 = 16 bytes/param; with
+    ``optimizer="adamw_8bit"`` the states are 1 byte each: 10 bytes/param.
+``activations`` (training, one micro-batch of ``c * S`` tokens)
+    A LoRA'd decoder layer saves ``20h + 3kv + 5I + 7r`` elements per token for its backward (norm
+    inputs, q/k/v/o and attention output, gate/up/act/product, the dropout copies of the LoRA inputs and
+    their rank-r outputs) and its backward adds ``2h + 2I`` of gradient buffers. With gradient
+    checkpointing every layer's input is kept (``L * c*S * h * a``) and one layer at a time is
+    recomputed: ``c*S * (22h + 3kv + 7I + 7r) * a``. Unsloth's ``"unsloth"`` checkpointing offloads the
+    saved layer inputs to CPU RAM, so there only two layers' inputs are on the GPU. Without
+    checkpointing all ``L`` layers keep their saved elements. Plus the final norm and the last hidden
+    states (``2 * c*S * h * a``). (Checked on CPU in fp32 by benchmarks/memory.py: the estimate is
+    1.1-1.3x the measured peak.)
+``logits_and_logprobs`` (the vocabulary-sized term)
+    transformers: TRL materialises the logits of the ``C + 1`` kept positions and their gradient,
+    ``2 * c*(C+1) * V * a``, plus one completion's fp32 log-softmax workspace ``2 * C * V * 4``.
+    unsloth: log-probs come from the hidden states through lm_head in chunks and full logits never
+    exist: the completion hidden states and their gradient (``2 * c*C * h * a``) plus one chunk of
+    logits at 8 bytes/logit (bf16 logits, fp32 copy, fp32 gradient). The chunk is the larger of Unsloth's
+    two paths: ``ceil(C / unsloth_logit_chunk_multiplier)`` rows (chunks = rows x multiplier) and the
+    fused lm-head path's rows per chunk, ``min(2 GiB / (8V), max(512, c*C / 8))``.
+``kv_cache``
+    ``(prompts_per_step * num_generations / world_size) * S * L * 2 * kv * kv_bytes`` (kv_bytes 2, or 4
+    at 32bit): the whole generation batch is generated at once.
+``generation_transient``
+    What generation needs beyond the full KV cache: the prefill's one-layer activations over all prompt
+    tokens, ``n_seq * P * (3I + 4h) * a``, minus the completion part of the KV cache not yet allocated
+    then; or during decoding one layer's KV concatenation copy plus the fp32 logits of the last position
+    (``3 * n_seq * V * 4``), whichever is larger.
+``cuda_overhead``
+    1 GiB for the CUDA context, cuBLAS workspaces and allocator fragmentation.
+
+Unsloth GRPOConfig fields (backend ``"unsloth"``), as read in unsloth_zoo 2026.10.9
+(``grpo_accumulated_loss``, ``autotune_batch_and_chunks``):
+
+* ``unsloth_grpo_mini_batch`` -- SET by this planner to ``steps_per_generation``. Despite the name
+  Unsloth uses it as the number of slices each log-prob call is cut into (rows per slice =
+  ceil(rows / value), capped at one row per slice). With ``steps_per_generation`` a call over the whole
+  per-process generation batch (TRL's no-grad old/ref log-probs, when enabled) runs ``chunk_size`` rows
+  at a time, and a training micro-batch of ``chunk_size`` rows is never run in larger pieces than the
+  plan sized. Setting it also switches off Unsloth's autotuning of the slicing (which sizes against 80%
+  of the free memory at call time).
+* ``unsloth_logit_chunk_multiplier`` -- LEFT to Unsloth (not passed). With ``unsloth_grpo_mini_batch``
+  set Unsloth then uses ``max(4, seq_len // 4096)``; the plan reports that value and the estimate
+  assumes it. The default fused lm-head path chunks its logits by rows instead (see above).
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from gapo_lite.memory.specs import ModelSpec
+
+GIB = 1024**3
+NF4_BYTES_PER_PARAM = 0.5 + 1 / 64 + 4 / (64 * 256)
+CUDA_OVERHEAD_BYTES = GIB
+QUANTIZATIONS = ("4bit", "16bit", "32bit")
+BACKENDS = ("unsloth", "transformers")
+OPTIMIZERS = {"adamw": 16, "adamw_8bit": 10}  # bytes per LoRA parameter: fp32 param + fp32 grad + two states
+LORA_PROJECTIONS = 7
+UNSLOTH_FUSED_CHUNK_BYTES = 2 * GIB  # unsloth_zoo.fused_losses.chunked_logprob: _CHUNK_GB default
+UNSLOTH_BYTES_PER_LOGIT = 8
+UNSLOTH_FUSED_MIN_ROWS = 512
+TERM_NAMES = (
+    "weights",
+    "lora_params_and_optimizer",
+    "activations",
+    "logits_and_logprobs",
+    "kv_cache",
+    "generation_transient",
+    "cuda_overhead",
+)
+
+
+class MemoryPlanError(ValueError):
+    """Even one completion per micro-batch does not fit; ``plan`` holds that smallest plan (``fits=False``)."""
+
+    def __init__(self, message: str, plan: "MemoryPlan") -> None:
+        super().__init__(message)
+        self.plan = plan
+
+
+@dataclass(frozen=True)
+class PlanSettings:
+    """Everything a plan depends on besides the model and the chunk size (validated on creation)."""
+
+    quantization: str = "4bit"
+    lora_rank: int = 64
+    num_generations: int = 32
+    prompts_per_step: int = 8
+    prompt_tokens: int = 256
+    completion_tokens: int = 256
+    world_size: int = 1
+    backend: str = "unsloth"
+    gradient_checkpointing: bool = True
+    optimizer: str = "adamw"
+
+    def __post_init__(self) -> None:
+        if self.quantization not in QUANTIZATIONS:
+            raise ValueError(f"quantization must be one of {', '.join(QUANTIZATIONS)}, got {self.quantization!r}")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {self.optimizer!r}")
+        for key in ("lora_rank", "prompts_per_step", "prompt_tokens", "completion_tokens", "world_size"):
+            value = getattr(self, key)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{key} must be a positive integer, got {value!r}")
+        if not isinstance(self.num_generations, int) or self.num_generations < 2:
+            raise ValueError(f"num_generations must be an integer >= 2 (GRPO needs a group), got {self.num_generations!r}")
+        if self.prompts_per_step % self.world_size:
+            raise ValueError(
+                f"prompts_per_step ({self.prompts_per_step}) must be a multiple of world_size ({self.world_size}) "
+                "so that every process generates whole groups"
+            )
+
+    @property
+    def generation_batch_size(self) -> int:
+        return self.prompts_per_step * self.num_generations
+
+    @property
+    def per_process_batch(self) -> int:
+        return self.generation_batch_size // self.world_size
+
+    @property
+    def activation_bytes(self) -> int:
+        return 4 if self.quantization == "32bit" else 2
+
+
+def lora_parameter_count(spec: ModelSpec, rank: int) -> int:
+    """LoRA parameters on q/k/v/o/gate/up/down: ``rank * (in + out)`` per module per layer."""
+    h, q, kv, i = spec.hidden_size, spec.q_dim, spec.kv_dim, spec.intermediate_size
+    per_layer = (h + q) + 2 * (h + kv) + (q + h) + 2 * (h + i) + (i + h)
+    return spec.num_layers * rank * per_layer
+
+
+def default_logit_chunk_multiplier(settings: PlanSettings) -> int:
+    """Unsloth's default when ``unsloth_logit_chunk_multiplier`` is unset: ``max(4, seq_len // 4096)``."""
+    return max(4, (settings.prompt_tokens + settings.completion_tokens) // 4096)
+
+
+def _weights(spec: ModelSpec, s: PlanSettings) -> int:
+    if s.quantization == "32bit":
+        return 4 * spec.num_params
+    if s.quantization == "16bit":
+        return 2 * spec.num_params
+    other = spec.num_params - spec.linear_params
+    other_bytes = 4 if s.backend == "transformers" else 2
+    return math.ceil(spec.linear_params * NF4_BYTES_PER_PARAM) + other_bytes * other
+
+
+def layer_saved_elements(spec: ModelSpec, rank: int) -> int:
+    """Elements per token a LoRA'd decoder layer saves for its backward (see the module docstring)."""
+    h, kv, i = spec.hidden_size, spec.kv_dim, spec.intermediate_size
+    return 20 * h + 3 * kv + 5 * i + LORA_PROJECTIONS * rank
+
+
+def layer_backward_elements(spec: ModelSpec) -> int:
+    """Elements per token of gradient buffers while one layer's backward runs."""
+    return 2 * spec.hidden_size + 2 * spec.intermediate_size
+
+
+def _activations(spec: ModelSpec, s: PlanSettings, chunk: int) -> int:
+    a, tokens = s.activation_bytes, chunk * (s.prompt_tokens + s.completion_tokens)
+    saved = tokens * layer_saved_elements(spec, s.lora_rank) * a
+    backward = tokens * layer_backward_elements(spec) * a
+    if s.gradient_checkpointing:
+        kept_layers = 2 if s.backend == "unsloth" else spec.num_layers
+        total = kept_layers * tokens * spec.hidden_size * a + saved + backward
+    else:
+        total = spec.num_layers * saved + backward
+    return total + 2 * tokens * spec.hidden_size * a
+
+
+def _logits(spec: ModelSpec, s: PlanSettings, chunk: int, multiplier: int | None) -> int:
+    a, C, V = s.activation_bytes, s.completion_tokens, spec.vocab_size
+    if s.backend == "transformers":
+        return 2 * chunk * (C + 1) * V * a + 2 * C * V * 4
+    hidden = 2 * chunk * C * spec.hidden_size * a
+    rows_multiplier = math.ceil(C / (multiplier or default_logit_chunk_multiplier(s)))
+    rows_fused = min(UNSLOTH_FUSED_CHUNK_BYTES // (V * UNSLOTH_BYTES_PER_LOGIT), max(UNSLOTH_FUSED_MIN_ROWS, math.ceil(chunk * C / 8)))
+    rows = min(max(rows_multiplier, rows_fused), chunk * C)
+    return hidden + rows * V * UNSLOTH_BYTES_PER_LOGIT
+
+
+def _kv_bytes(spec: ModelSpec, s: PlanSettings, tokens: int) -> int:
+    kv_bytes = 4 if s.quantization == "32bit" else 2
+    return s.per_process_batch * tokens * spec.num_layers * 2 * spec.kv_dim * kv_bytes
+
+
+def _generation_transient(spec: ModelSpec, s: PlanSettings) -> int:
+    a, n = s.activation_bytes, s.per_process_batch
+    prefill = n * s.prompt_tokens * (3 * spec.intermediate_size + 4 * spec.hidden_size) * a
+    not_yet_cached = _kv_bytes(spec, s, s.completion_tokens)
+    one_layer_kv_copy = _kv_bytes(spec, s, s.prompt_tokens + s.completion_tokens) // spec.num_layers
+    decode = one_layer_kv_copy + 3 * n * spec.vocab_size * 4
+    return max(prefill - not_yet_cached, decode)
+
+
+def estimate_terms(spec: ModelSpec, settings: PlanSettings, chunk_size: int, logit_chunk_multiplier: int | None = None) -> dict[str, int]:
+    """Every memory term in bytes for ``chunk_size`` completions per micro-batch (see the module docstring)."""
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+    s = settings
+    return {
+        "weights": _weights(spec, s),
+        "lora_params_and_optimizer": lora_parameter_count(spec, s.lora_rank) * OPTIMIZERS[s.optimizer],
+        "activations": _activations(spec, s, chunk_size),
+        "logits_and_logprobs": _logits(spec, s, chunk_size, logit_chunk_multiplier),
+        "kv_cache": _kv_bytes(spec, s, s.prompt_tokens + s.completion_tokens),
+        "generation_transient": _generation_transient(spec, s),
+        "cuda_overhead": CUDA_OVERHEAD_BYTES,
+    }
+
+
+def phase_bytes(terms: dict[str, int]) -> dict[str, int]:
+    """Resident, training and generation totals, and the peak (resident + the larger phase)."""
+    resident = terms["weights"] + terms["lora_params_and_optimizer"] + terms["cuda_overhead"]
+    training = terms["activations"] + terms["logits_and_logprobs"]
+    generation = terms["kv_cache"] + terms["generation_transient"]
+    return {"resident": resident, "training": training, "generation": generation, "peak": resident + max(training, generation)}
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """A chunking of the generation batch and its memory estimate (bytes). See :func:`plan_memory`."""
+
+    model: str
+    fits: bool
+    chunk_size: int
+    steps_per_generation: int
+    generation_batch_size: int
+    num_generations: int
+    world_size: int
+    estimated_peak_bytes: int
+    terms: dict[str, int]
+    budget_bytes: int
+    backend: str
+    quantization: str
+    peak_phase: str
+    unsloth_grpo_mini_batch: int | None = None
+    unsloth_logit_chunk_multiplier: int | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def gradient_accumulation_steps(self) -> int:
+        return self.steps_per_generation
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["gradient_accumulation_steps"] = self.gradient_accumulation_steps
+        out["phases"] = phase_bytes(self.terms)
+        return out
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def grpo_kwargs(self, include_unsloth: bool | None = None) -> dict[str, Any]:
+        """Keyword arguments for ``trl.GRPOConfig``.
+
+        ``generation_batch_size`` is left out (TRL rejects it together with ``steps_per_generation``; it
+        follows as per_device x world x steps_per_generation). ``unsloth_grpo_mini_batch`` is added when
+        ``include_unsloth`` (default: backend is unsloth); only Unsloth's patched GRPOConfig accepts it.
+        """
+        kwargs: dict[str, Any] = {
+            "per_device_train_batch_size": self.chunk_size,
+            "gradient_accumulation_steps": self.gradient_accumulation_steps,
+            "steps_per_generation": self.steps_per_generation,
+            "num_generations": self.num_generations,
+        }
+        if self.settings.get("optimizer") == "adamw_8bit":
+            kwargs["optim"] = "adamw_8bit"
+        if include_unsloth is None:
+            include_unsloth = self.backend == "unsloth"
+        if include_unsloth and self.unsloth_grpo_mini_batch is not None:
+            kwargs["unsloth_grpo_mini_batch"] = self.unsloth_grpo_mini_batch
+        return kwargs
+
+    def format_table(self) -> str:
+        """A human-readable table in GiB."""
+        phases = phase_bytes(self.terms)
+        s = self.settings
+        lines = [
+            f"memory plan: {self.model}, {self.quantization}, backend {self.backend}, LoRA r={s.get('lora_rank')}, "
+            f"world size {self.world_size}",
+            f"  {s.get('prompts_per_step')} prompts x G={self.num_generations} = generation batch {self.generation_batch_size}; "
+            f"{s.get('prompt_tokens')} prompt + {s.get('completion_tokens')} completion tokens",
+            "",
+            f"  {'term':<28}{'GiB':>9}",
+            f"  {'-' * 37}",
+        ]
+        for name in TERM_NAMES:
+            lines.append(f"  {name:<28}{self.terms[name] / GIB:>9.2f}")
+        lines += [
+            f"  {'-' * 37}",
+            f"  {'resident (weights+LoRA+ctx)':<28}{phases['resident'] / GIB:>9.2f}",
+            f"  {'training phase':<28}{phases['training'] / GIB:>9.2f}",
+            f"  {'generation phase':<28}{phases['generation'] / GIB:>9.2f}",
+            f"  {'estimated peak':<28}{self.estimated_peak_bytes / GIB:>9.2f}   ({self.peak_phase})",
+            f"  {'budget':<28}{self.budget_bytes / GIB:>9.2f}",
+            "",
+            f"  fits: {'yes' if self.fits else 'NO'}",
+            f"  chunk_size (per_device_train_batch_size): {self.chunk_size}",
+            f"  steps_per_generation = gradient_accumulation_steps: {self.steps_per_generation}",
+            f"  generation_batch_size: {self.generation_batch_size}",
+        ]
+        if self.backend == "unsloth":
+            lines += [
+                f"  unsloth_grpo_mini_batch: {self.unsloth_grpo_mini_batch} (set)",
+                f"  unsloth_logit_chunk_multiplier: {self.unsloth_logit_chunk_multiplier} (Unsloth's default; not passed)",
+            ]
+        return "\n".join(lines)
+
+
+def free_cuda_bytes() -> int:
+    """Free memory on the current CUDA device; a clear error without one."""
+    import torch
+
+    if not torch.cuda.is_available():
+        raise ValueError("no CUDA GPU here to measure free memory; give a budget (budget_bytes=..., or --budget-gb on the command line)")
+    free, _total = torch.cuda.mem_get_info()
+    return int(free)
+
+
+def candidate_chunk_sizes(settings: PlanSettings) -> list[int]:
+    """Divisors of the per-process generation batch, largest first."""
+    n = settings.per_process_batch
+    return sorted((d for d in range(1, n + 1) if n % d == 0), reverse=True)
+
+
+def _make_plan(spec: ModelSpec, s: PlanSettings, chunk: int, budget: int) -> MemoryPlan:
+    multiplier = default_logit_chunk_multiplier(s) if s.backend == "unsloth" else None
+    terms = estimate_terms(spec, s, chunk, multiplier)
+    phases = phase_bytes(terms)
+    steps = s.per_process_batch // chunk
+    return MemoryPlan(
+        model=spec.name,
+        fits=phases["peak"] <= budget,
+        chunk_size=chunk,
+        steps_per_generation=steps,
+        generation_batch_size=s.generation_batch_size,
+        num_generations=s.num_generations,
+        world_size=s.world_size,
+        estimated_peak_bytes=phases["peak"],
+        terms=terms,
+        budget_bytes=budget,
+        backend=s.backend,
+        quantization=s.quantization,
+        peak_phase="training" if phases["training"] >= phases["generation"] else "generation",
+        unsloth_grpo_mini_batch=steps if s.backend == "unsloth" else None,
+        unsloth_logit_chunk_multiplier=multiplier,
+        settings=asdict(s),
+    )
+
+
+def plan_memory(
+    spec: ModelSpec,
+    *,
+    quantization: str = "4bit",
+    lora_rank: int = 64,
+    num_generations: int = 32,
+    prompts_per_step: int = 8,
+    prompt_tokens: int = 256,
+    completion_tokens: int = 256,
+    budget_bytes: int | None = None,
+    world_size: int = 1,
+    backend: str = "unsloth",
+    gradient_checkpointing: bool = True,
+    optimizer: str = "adamw",
+) -> MemoryPlan:
+    """The largest chunk size (completions per micro-batch) that divides the per-process generation batch and fits.
+
+    ``budget_bytes=None`` uses the free memory of the current CUDA device (an error on a machine without
+    one). Raises :class:`MemoryPlanError` (a ``ValueError``, message includes the table) when even chunk
+    size 1 does not fit.
+    """
+    settings = PlanSettings(
+        quantization=quantization,
+        lora_rank=lora_rank,
+        num_generations=num_generations,
+        prompts_per_step=prompts_per_step,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        world_size=world_size,
+        backend=backend,
+        gradient_checkpointing=gradient_checkpointing,
+        optimizer=optimizer,
+    )
+    budget = free_cuda_bytes() if budget_bytes is None else int(budget_bytes)
+    if budget <= 0:
+        raise ValueError(f"budget_bytes must be positive, got {budget_bytes!r}")
+    for chunk in candidate_chunk_sizes(settings):
+        plan = _make_plan(spec, settings, chunk, budget)
+        if plan.fits:
+            return plan
+    smallest = _make_plan(spec, settings, 1, budget)
+    phases = phase_bytes(smallest.terms)
+    short = smallest.estimated_peak_bytes - budget
+    hint = (
+        "the generation phase (KV cache and prefill of the whole generation batch) alone is too big: "
+        "lower prompts_per_step, num_generations or the token lengths"
+        if phases["resident"] + phases["generation"] > budget
+        else "lower the LoRA rank, the token lengths, or use 4bit"
+    )
+    raise MemoryPlanError(
+        f"{spec.name} does not fit in {budget / GIB:.2f} GiB even with one completion per micro-batch "
+        f"(estimated peak {smallest.estimated_peak_bytes / GIB:.2f} GiB, {short / GIB:.2f} GiB short); {hint}.\n"
+        + smallest.format_table(),
+        smallest,
+    )

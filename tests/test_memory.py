@@ -1,0 +1,240 @@
+"""Memory planner: term formulas against hand-computed values, plan invariants, monotonicity, errors, CLI."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gapo_lite.memory import GIB, MemoryPlanError, ModelSpec, PlanSettings, estimate_terms, plan_memory
+from gapo_lite.memory.planner import candidate_chunk_sizes, lora_parameter_count, phase_bytes
+from gapo_lite.memory.specs import count_parameters
+
+TOY_SHAPES = dict(num_layers=3, hidden_size=8, num_heads=2, num_kv_heads=1, intermediate_size=16, vocab_size=100, tie_word_embeddings=True)
+TOY = ModelSpec(name="toy", num_params=count_parameters(**TOY_SHAPES), **TOY_SHAPES)
+
+
+def toy_settings(**overrides) -> PlanSettings:
+    base = dict(quantization="32bit", lora_rank=2, num_generations=2, prompts_per_step=2, prompt_tokens=3, completion_tokens=5, backend="transformers")
+    return PlanSettings(**{**base, **overrides})
+
+
+def test_toy_shapes_by_hand():
+    # head_dim 4, q 8, kv 4. Per layer: q 64+8, k 32+4, v 32+4, o 64, mlp 3*8*16=384, norms 16 -> 608.
+    assert TOY.num_params == 3 * 608 + 8 + 100 * 8 == 2632
+    assert TOY.linear_params == 3 * (64 + 32 + 32 + 64 + 384) == 1728
+    # LoRA r=2 per layer: q (8+8), k (8+4), v (8+4), o (8+8), gate (8+16), up (8+16), down (16+8) = 128
+    assert lora_parameter_count(TOY, 2) == 3 * 2 * 128 == 768
+
+
+def test_terms_by_hand_transformers_32bit():
+    terms = estimate_terms(TOY, toy_settings(), chunk_size=2)
+    assert terms["weights"] == 4 * 2632
+    assert terms["lora_params_and_optimizer"] == 768 * 16
+    # 2 completions x 8 tokens = 16 tokens; one recomputed layer saves 20*8 + 3*4 + 5*16 + 7*2 = 266 elements/token
+    # and its backward adds 2*8 + 2*16 = 48, 4 bytes each; + 3 checkpointed layer inputs (16*8*4 each)
+    # + final norm/hidden (2*16*8*4)
+    assert terms["activations"] == 16 * (266 + 48) * 4 + 3 * 16 * 8 * 4 + 2 * 16 * 8 * 4 == 22656
+    # logits of 2 x (5+1) positions and their gradient, 4 bytes, + one completion's fp32 workspace
+    assert terms["logits_and_logprobs"] == 2 * 2 * 6 * 100 * 4 + 2 * 5 * 100 * 4 == 13600
+    # 4 sequences x 8 tokens x 3 layers x (K, V) x kv_dim 4 x 4 bytes
+    assert terms["kv_cache"] == 4 * 8 * 3 * 2 * 4 * 4 == 3072
+    # prefill 4*3*(3*16+4*8)*4 = 3840 minus not-yet-cached completion KV 1920 = 1920, vs decode:
+    # one layer's KV copy 1024 + 3 * 4 seqs * 100 vocab * 4 bytes = 5824
+    assert terms["generation_transient"] == 5824
+    assert terms["cuda_overhead"] == GIB
+    phases = phase_bytes(terms)
+    assert phases["peak"] == 4 * 2632 + 768 * 16 + GIB + max(22656 + 13600, 3072 + 5824)
+
+
+def test_terms_by_hand_other_settings():
+    no_ckpt = estimate_terms(TOY, toy_settings(gradient_checkpointing=False), chunk_size=2)
+    assert no_ckpt["activations"] == 3 * 16 * 266 * 4 + 16 * 48 * 4 + 2 * 16 * 8 * 4 == 55168
+    unsloth32 = estimate_terms(TOY, toy_settings(backend="unsloth"), chunk_size=2)
+    assert unsloth32["activations"] == 16 * 314 * 4 + 2 * 16 * 8 * 4 + 2 * 16 * 8 * 4  # checkpoints offloaded: 2 layers kept
+    q4u = estimate_terms(TOY, toy_settings(quantization="4bit", backend="unsloth"), chunk_size=2)
+    assert q4u["weights"] == math.ceil(1728 * (0.5 + 1 / 64 + 4 / 16384)) + 2 * (2632 - 1728) == 892 + 1808
+    # Unsloth logits: completion hidden + grad (2*2*5*8*2 bytes) + a chunk of min(10, max(ceil(5/4), 512)) rows at 8 B/logit
+    assert q4u["logits_and_logprobs"] == 2 * 2 * 5 * 8 * 2 + 10 * 100 * 8
+    assert q4u["kv_cache"] == 3072 // 2
+    q4t = estimate_terms(TOY, toy_settings(quantization="4bit"), chunk_size=2)
+    assert q4t["weights"] == 892 + 4 * (2632 - 1728)  # peft casts unquantized params to fp32
+    eight_bit = estimate_terms(TOY, toy_settings(optimizer="adamw_8bit"), chunk_size=2)
+    assert eight_bit["lora_params_and_optimizer"] == 768 * 10
+
+
+def test_qwen_builtins_match_public_counts():
+    assert ModelSpec.builtin("qwen2.5-0.5b").num_params == 494_032_768
+    assert ModelSpec.builtin("Qwen/Qwen2.5-7B-Instruct").num_params == 7_615_616_512
+    assert ModelSpec.builtin("unsloth/Qwen2.5-32B-Instruct-bnb-4bit").num_params == 32_763_876_352
+    for name in ("qwen2.5-0.5b", "Qwen2.5-1.5B", "qwen2.5-3b"):
+        assert ModelSpec.builtin(name).tie_word_embeddings
+    for name in ("qwen2.5-7b", "qwen2.5-14b", "qwen2.5-32b"):
+        spec = ModelSpec.builtin(name)
+        assert not spec.tie_word_embeddings and spec.vocab_size == 152064
+
+
+@pytest.mark.parametrize("name", ["llama-7b", "qwen2.5-8b", "Qwen2.5-Coder-7B", ""])
+def test_unknown_model_lists_known(name):
+    with pytest.raises(ValueError, match="Qwen2.5-7B"):
+        ModelSpec.builtin(name)
+
+
+def test_qwen7b_is_physically_sensible():
+    spec = ModelSpec.builtin("qwen2.5-7b")
+    plan = plan_memory(spec, budget_bytes=24 * GIB)
+    assert 4.5e9 < plan.terms["weights"] < 6.0e9  # ~0.5 byte/param for 6.5B projection weights + 16-bit embeddings/head
+    assert plan.fits and 1 <= plan.chunk_size <= 64
+    assert plan.estimated_peak_bytes <= 24 * GIB
+    # the spec's KV formula: 256 sequences x 512 tokens x 28 layers x 2 x 4 kv heads x 128 x 2 bytes
+    assert plan.terms["kv_cache"] == 256 * 512 * 28 * 2 * 4 * 128 * 2
+
+
+def test_plan_chooses_largest_fitting_divisor():
+    spec = ModelSpec.builtin("qwen2.5-1.5b")
+    plan = plan_memory(spec, budget_bytes=16 * GIB, backend="transformers")
+    s = PlanSettings(backend="transformers")
+    sizes = candidate_chunk_sizes(s)
+    bigger = [c for c in sizes if c > plan.chunk_size]
+    assert plan.fits and 256 % plan.chunk_size == 0
+    if bigger:
+        next_up = min(bigger)
+        assert phase_bytes(estimate_terms(spec, s, next_up))["peak"] > 16 * GIB
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    num_generations=st.integers(2, 48),
+    prompts=st.integers(1, 12),
+    world=st.sampled_from([1, 2, 4]),
+    budget_gib=st.floats(4, 200),
+    backend=st.sampled_from(["unsloth", "transformers"]),
+    quantization=st.sampled_from(["4bit", "16bit"]),
+)
+def test_invariants(num_generations, prompts, world, budget_gib, backend, quantization):
+    prompts *= world  # whole groups per process
+    spec = ModelSpec.builtin("qwen2.5-1.5b")
+    try:
+        plan = plan_memory(
+            spec, num_generations=num_generations, prompts_per_step=prompts, world_size=world,
+            budget_bytes=int(budget_gib * GIB), backend=backend, quantization=quantization, completion_tokens=128, prompt_tokens=64,
+        )
+    except MemoryPlanError as err:
+        assert not err.plan.fits and err.plan.estimated_peak_bytes > int(budget_gib * GIB)
+        return
+    gen, chunk = plan.generation_batch_size, plan.chunk_size
+    assert gen == prompts * num_generations
+    assert gen % num_generations == 0
+    assert gen % (chunk * world) == 0
+    assert chunk * world * plan.steps_per_generation == gen
+    assert (gen // world) % num_generations == 0  # each process generates whole groups
+    assert plan.gradient_accumulation_steps == plan.steps_per_generation
+    assert plan.fits and plan.estimated_peak_bytes <= plan.budget_bytes
+    if backend == "unsloth":
+        assert plan.unsloth_grpo_mini_batch == plan.steps_per_generation <= gen
+
+
+@settings(max_examples=40, deadline=None)
+@given(low=st.floats(8, 120), extra=st.floats(0, 120), model=st.sampled_from(["qwen2.5-0.5b", "qwen2.5-7b"]))
+def test_bigger_budget_never_smaller_chunk(low, extra, model):
+    spec = ModelSpec.builtin(model)
+
+    def chunk(budget_gib: float) -> int:
+        try:
+            return plan_memory(spec, budget_bytes=int(budget_gib * GIB)).chunk_size
+        except MemoryPlanError:
+            return 0
+
+    assert chunk(low) <= chunk(low + extra)
+
+
+def test_too_small_budget_raises_with_table():
+    with pytest.raises(MemoryPlanError) as info:
+        plan_memory(ModelSpec.builtin("qwen2.5-32b"), budget_bytes=24 * GIB)
+    err = info.value
+    assert isinstance(err, ValueError)
+    assert "does not fit" in str(err) and "kv_cache" in str(err) and "generation phase" in str(err)
+    assert not err.plan.fits and err.plan.chunk_size == 1
+
+
+def test_bad_settings_are_named():
+    spec = ModelSpec.builtin("qwen2.5-0.5b")
+    with pytest.raises(ValueError, match="num_generations"):
+        plan_memory(spec, num_generations=1, budget_bytes=GIB)
+    with pytest.raises(ValueError, match="world_size"):
+        plan_memory(spec, prompts_per_step=3, world_size=2, budget_bytes=GIB)
+    with pytest.raises(ValueError, match="quantization"):
+        plan_memory(spec, quantization="8bit", budget_bytes=GIB)
+    with pytest.raises(ValueError, match="backend"):
+        plan_memory(spec, backend="vllm", budget_bytes=GIB)
+
+
+def test_no_gpu_and_no_budget_asks_for_budget(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ValueError, match="budget-gb"):
+        plan_memory(ModelSpec.builtin("qwen2.5-0.5b"))
+
+
+def test_from_config_counts_real_parameters(tmp_path):
+    from gapo_lite.models import load_model
+    from gapo_lite.tiny import build_tiny_model
+
+    path = build_tiny_model(tmp_path / "tiny", hidden_size=32, num_layers=2, num_heads=4, num_kv_heads=2)
+    spec = ModelSpec.from_config(path)
+    model, _ = load_model(path, backend="transformers", lora=None)
+    assert spec.num_params == sum(p.numel() for p in model.parameters())
+    assert (spec.num_layers, spec.hidden_size, spec.num_kv_heads, spec.tie_word_embeddings) == (2, 32, 2, True)
+    assert ModelSpec.resolve(str(path)) == spec
+    untied = ModelSpec.from_config({**json.loads((path / "config.json").read_text()), "tie_word_embeddings": False})
+    assert untied.num_params == spec.num_params + spec.vocab_size * spec.hidden_size
+
+
+def test_from_config_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="config.json"):
+        ModelSpec.from_config(tmp_path)
+    with pytest.raises(ValueError, match="hidden_size"):
+        ModelSpec.from_config({"num_hidden_layers": 2, "vocab_size": 10})
+
+
+def test_grpo_kwargs_build_a_trl_config(tmp_path):
+    from trl import GRPOConfig
+
+    plan = plan_memory(ModelSpec.builtin("qwen2.5-0.5b"), budget_bytes=12 * GIB, backend="transformers", prompts_per_step=4, num_generations=8)
+    kwargs = plan.grpo_kwargs()
+    assert "generation_batch_size" not in kwargs and "unsloth_grpo_mini_batch" not in kwargs
+    config = GRPOConfig(output_dir=str(tmp_path), report_to="none", use_cpu=True, **kwargs)
+    assert config.generation_batch_size == plan.generation_batch_size == 32
+    assert config.per_device_train_batch_size == plan.chunk_size
+    unsloth_plan = plan_memory(ModelSpec.builtin("qwen2.5-0.5b"), budget_bytes=12 * GIB, prompts_per_step=4, num_generations=8)
+    assert unsloth_plan.grpo_kwargs()["unsloth_grpo_mini_batch"] == unsloth_plan.steps_per_generation
+
+
+def test_cli_json_contract(capsys):
+    from gapo_lite.cli import main
+
+    assert main(["plan", "--model", "qwen2.5-7b", "--budget-gb", "24", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    for key in ("fits", "chunk_size", "steps_per_generation", "generation_batch_size", "estimated_peak_bytes", "terms"):
+        assert key in data
+    assert data["fits"] is True and data["generation_batch_size"] == 256
+    assert data["chunk_size"] * data["steps_per_generation"] == 256
+    assert data["estimated_peak_bytes"] <= 24 * GIB
+    assert set(data["terms"]) >= {"weights", "lora_params_and_optimizer", "activations", "logits_and_logprobs", "kv_cache", "cuda_overhead"}
+
+
+def test_cli_table_and_failure(capsys):
+    from gapo_lite.cli import main
+
+    assert main(["plan", "--model", "qwen2.5-7b", "--budget-gb", "24"]) == 0
+    out = capsys.readouterr().out
+    assert "estimated peak" in out and "chunk_size" in out
+    assert main(["plan", "--model", "qwen2.5-32b", "--budget-gb", "24"]) == 1
+    captured = capsys.readouterr()
+    assert "kv_cache" in captured.out and "fits: NO" in captured.out
+    assert "does not fit" in captured.err
+    assert main(["plan", "--model", "nonesuch-3b", "--budget-gb", "24"]) == 2
+    assert "known models" in capsys.readouterr().err
