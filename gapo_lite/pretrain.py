@@ -1,6 +1,7 @@
 """Supervised "pretraining" of a tiny model into a mode-collapsed list picker (stands in for a real LLM's habits)."""
 from __future__ import annotations
 
+import math
 import random
 from typing import Any
 
@@ -28,13 +29,16 @@ def pretrain_collapsed(
     learning_rate: float = 3e-3,
     min_items: int = 4,
     max_items: int = 12,
+    mixed_share: float = 0.0,
     seed: int = 0,
     progress: bool = True,
 ) -> list[float]:
     """Train ``model`` on list prompts of ALL categories to answer the first item with ``first_share``.
 
     The answer position gets a soft cross-entropy target (``collapse_targets``) and the token after the
-    answer is trained to be end-of-turn. Returns the loss per step.
+    answer is trained to be end-of-turn. A ``mixed_share`` of the lists draws items from all categories,
+    which rewards copying from the prompt over guessing the category's words. The learning rate warms up over 5% of the steps, then decays on a
+    cosine to 10% of ``learning_rate``. Returns the loss per step.
     """
     import torch
     import torch.nn.functional as F
@@ -44,19 +48,28 @@ def pretrain_collapsed(
     torch.manual_seed(seed)
     pool = categories("all")
     names = sorted(pool)
+    everything = sorted({item for items in pool.values() for item in items})
     item_ids = {item: tokenizer.convert_tokens_to_ids(item) for items in pool.values() for item in items}
     if tokenizer.unk_token_id in item_ids.values():
         missing = [i for i, t in item_ids.items() if t == tokenizer.unk_token_id][:5]
         raise ValueError(f"pretrain_collapsed needs one token per item; not in the vocabulary: {missing}")
     eos = tokenizer.eos_token_id
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=learning_rate, weight_decay=0.0)
+    warmup = max(1, steps // 20)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda i: min(1.0, (i + 1) / warmup) * (0.55 + 0.45 * math.cos(math.pi * min(1.0, i / steps)))
+    )
     model.train()
     losses: list[float] = []
     for _ in tqdm(range(steps), desc="pretraining (collapse)", disable=not progress):
         texts, targets = [], []
         for _ in range(batch_size):
             category = rng.choice(names)
-            items = rng.sample(pool[category], rng.randint(min_items, max_items))
+            k = rng.randint(min_items, max_items)
+            if rng.random() < mixed_share:  # items from anywhere: only copying from the prompt predicts them
+                items = rng.sample(everything, k)
+            else:
+                items = rng.sample(pool[category], k)
             prompt = [{"role": "user", "content": format_prompt(items, category, rng.choice(TEMPLATES))}]
             dist = collapse_targets(len(items), first_share)
             answer = rng.choices(items, weights=dist)[0]
@@ -75,6 +88,7 @@ def pretrain_collapsed(
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
-        losses.append(float(loss))
+        schedule.step()
+        losses.append(float(loss.detach()))
     model.eval()
     return losses

@@ -12,9 +12,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gapo_lite.training.recipes import load_recipe
+    from gapo_lite.training.recipes import load_recipe_file
 
-    config = load_recipe(args.recipe).with_overrides(args.overrides + (["resume=true"] if args.resume else []))
+    recipe = load_recipe_file(args.recipe)
+    config = recipe.config.with_overrides(args.overrides + (["resume=true"] if args.resume else []))
     if args.dry_run:
         import yaml
 
@@ -22,6 +23,6 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from gapo_lite.training import train
 
-    result = train(config)
+    result = train(config, **recipe.train_kwargs())
     print(f"gapo-lite: done at step {result.global_step}; adapter in {result.adapter_dir}, metrics in {result.metrics_path}")
     return 0
