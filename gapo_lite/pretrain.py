@@ -30,6 +30,7 @@ def pretrain_collapsed(
     min_items: int = 4,
     max_items: int = 12,
     mixed_share: float = 0.0,
+    lm_weight: float = 1.0,
     seed: int = 0,
     progress: bool = True,
 ) -> list[float]:
@@ -37,7 +38,8 @@ def pretrain_collapsed(
 
     The answer position gets a soft cross-entropy target (``collapse_targets``) and the token after the
     answer is trained to be end-of-turn. A ``mixed_share`` of the lists draws items from all categories,
-    which rewards copying from the prompt over guessing the category's words. The learning rate warms up over 5% of the steps, then decays on a
+    which rewards copying from the prompt over guessing the category's words. ``lm_weight`` adds the
+ordinary next-token loss on the prompt tokens (what a real LLM is pretrained on). The learning rate warms up over 5% of the steps, then decays on a
     cosine to 10% of ``learning_rate``. Returns the loss per step.
     """
     import torch
@@ -85,6 +87,9 @@ def pretrain_collapsed(
             for item, share in zip(items, dist):
                 soft[row, item_ids[item]] += share
         loss = -(soft * answer_logp).sum(-1).mean() + F.cross_entropy(logits[:, -2].float(), ids[:, -1])
+        if lm_weight:  # ordinary next-token loss on the prompt: the words, the lists, the chat format
+            prompt_targets = ids[:, 1:-2].masked_fill(mask[:, 1:-2] == 0, -100)
+            loss = loss + lm_weight * F.cross_entropy(logits[:, :-3].float().reshape(-1, logits.shape[-1]), prompt_targets.reshape(-1), ignore_index=-100)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()

@@ -8,6 +8,11 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("GAPO_LITE_BACKEND", "transformers")
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # two torch threads on these 2-core machines run ~6x slower
+
+import torch  # noqa: E402
+
+torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="session")

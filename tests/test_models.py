@@ -69,7 +69,7 @@ def test_bad_lora_settings():
 
 
 def test_unsloth_backend_cpu_fallback_imports_first_and_trains(tiny_model_path, tmp_path):
-    """Unsloth 2026.10.9's CPU fallback, for real, in a fresh process so the import order is honest."""
+    """Unsloth 2026.10.9's CPU fallback, for real (load, backward, 2 GAPO steps), in a fresh process so the import order is honest."""
     script = textwrap.dedent(
         f"""
         import json, sys
@@ -84,8 +84,14 @@ def test_unsloth_backend_cpu_fallback_imports_first_and_trains(tiny_model_path, 
         out = model(**ids, labels=ids["input_ids"])
         out.loss.backward()
         grads = [float(p.grad.abs().sum()) for n, p in model.named_parameters() if p.requires_grad and p.grad is not None]
+        model.zero_grad()
+        from gapo_lite.training import TrainConfig, train
+        result = train(TrainConfig(model={str(tiny_model_path)!r}, backend="unsloth", num_generations=4, prompts_per_step=2,
+                                   max_completion_length=2, max_steps=2, save_steps=100, learning_rate=1e-3, lora_r=4, lora_alpha=8,
+                                   lora_dropout=0.0, output_dir="run"), model=model, tokenizer=tok)
         print("RESULT " + json.dumps({{"first": order[0], "trainable": len(names), "all_lora": all("lora_" in n for n in names),
-              "tok": type(tok).__name__, "grad": sum(grads), "unk": tok.unk_token_id in ids["input_ids"][0].tolist()}}))
+              "tok": type(tok).__name__, "grad": sum(grads), "unk": tok.unk_token_id in ids["input_ids"][0].tolist(),
+              "grpo_steps": result.global_step}}))
         """
     )
     env = {**os.environ, "GAPO_LITE_BACKEND": "unsloth", "UNSLOTH_COMPILE_LOCATION": str(tmp_path / "cache")}
@@ -97,3 +103,4 @@ def test_unsloth_backend_cpu_fallback_imports_first_and_trains(tiny_model_path, 
     assert result["trainable"] > 0 and result["all_lora"]
     assert result["tok"] != "Qwen2Tokenizer" and not result["unk"]
     assert result["grad"] > 0
+    assert result["grpo_steps"] == 2  # GAPO through TRL's GRPOTrainer on the Unsloth-loaded model

@@ -68,3 +68,15 @@ def test_cli_bad_key_fails_before_loading_a_model(capsys, monkeypatch):
     assert "max_steps: 7" in capsys.readouterr().out
     with pytest.raises(FileNotFoundError, match="no recipe 'nope'"):
         main(["train", "--recipe", "nope"])
+
+
+def test_plan_for_config_gives_trl_valid_chunking():
+    from gapo_lite.training.planning import plan_for_config
+
+    config = TrainConfig(model="qwen2.5-7b", memory_budget_gb=24)
+    plan = plan_for_config(config)
+    assert plan.fits and (config.prompts_per_step * config.num_generations) % plan.chunk_size == 0
+    args = grpo_args(TrainConfig(output_dir="/tmp/x", chunk_size=plan.chunk_size), plan.chunk_size)
+    assert args.generation_batch_size == 256 and args.steps_per_generation == plan.steps_per_generation
+    roomy = plan_for_config(TrainConfig(model="qwen2.5-7b", memory_budget_gb=80))
+    assert roomy.chunk_size >= plan.chunk_size

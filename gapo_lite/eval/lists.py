@@ -108,11 +108,16 @@ def summarize(per_list: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def run_lists(model, tokenizer, settings: SampleSettings, *, num_lists: int = 10, list_size: int = 8, num_orders: int = 4, template: str = DEFAULT_TEMPLATE) -> dict[str, Any]:
-    """Sample ``settings.n`` answers per list, spread over its orders, and score them. Returns metrics and samples."""
+def run_lists(
+    model, tokenizer, settings: SampleSettings, *, num_lists: int = 10, list_size: int = 8, num_orders: int = 4,
+    template: str = DEFAULT_TEMPLATE, split: str = "heldout",
+) -> dict[str, Any]:
+    """Sample ``settings.n`` answers per list, spread over its orders, and score them. Returns metrics and samples.
+
+    ``split`` picks the categories: ``heldout`` (the paper's protocol) or ``train``."""
     from gapo_lite.data import format_prompt, parse_choice
 
-    lists = make_eval_lists(num_lists, list_size, num_orders, settings.seed)
+    lists = make_eval_lists(num_lists, list_size, num_orders, settings.seed, split=split)
     counts = split_counts(settings.n, num_orders)
     per_order = max(counts)
     prompts = [[{"role": "user", "content": format_prompt(list(order), lst.category, template)}] for lst in lists for order in lst.orders]

@@ -43,8 +43,13 @@ def world_size() -> int:
     return int(os.environ.get("WORLD_SIZE", "1"))
 
 
-def resolve_chunk_size(config: TrainConfig, model_path: str | None = None) -> tuple[int, str | None, dict[str, Any]]:
-    """Completions per forward/backward pass, the plan's table, and the plan's Unsloth-only GRPOConfig fields."""
+def resolve_chunk_size(
+    config: TrainConfig, model_path: str | None = None, model_loaded: bool = False
+) -> tuple[int, str | None, dict[str, Any]]:
+    """Completions per forward/backward pass, the plan's table, and the plan's Unsloth-only GRPOConfig fields.
+
+    With ``model_loaded`` the model already sits on the GPU, so the memory it holds counts as budget
+    (the planner counts the weights itself)."""
     per_process = config.generation_batch_size // world_size()
     if config.generation_batch_size % world_size():
         raise ValueError(f"prompts_per_step * num_generations = {config.generation_batch_size} does not split over {world_size()} processes")
@@ -58,7 +63,7 @@ def resolve_chunk_size(config: TrainConfig, model_path: str | None = None) -> tu
         return per_process, None, {}  # CPU: memory is not the constraint; one pass per process
     from gapo_lite.training.planning import plan_for_config
 
-    plan = plan_for_config(config, model_path)
+    plan = plan_for_config(config, model_path, already_allocated=torch.cuda.memory_allocated() if model_loaded else 0)
     print(plan.format_table())
     extras = {k: v for k, v in plan.grpo_kwargs().items() if k.startswith("unsloth_")}
     return plan.chunk_size, plan.format_table(), extras
@@ -99,6 +104,7 @@ def grpo_args(config: TrainConfig, chunk_size: int, extras: dict[str, Any] | Non
         seed=config.seed,
         gradient_checkpointing=cuda if config.gradient_checkpointing is None else config.gradient_checkpointing,
         bf16=cuda and torch.cuda.is_bf16_supported(),
+        fp16=cuda and not torch.cuda.is_bf16_supported(),  # T4 / V100: fp16 mixed precision, as Unsloth does
         use_cpu=not cuda,
         log_completions=False,
     )
@@ -126,7 +132,7 @@ def build_trainer(
 
     out = Path(config.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    chunk_size, table, extras = resolve_chunk_size(config, config.model)
+    chunk_size, table, extras = resolve_chunk_size(config, config.model, model_loaded=model is not None)
     args = grpo_args(config, chunk_size, extras)  # validates TRL's rules before the model is loaded
     if model is None:
         lora = LoraSettings(config.lora_r, config.lora_alpha, config.lora_dropout, tuple(config.lora_target_modules)) if config.use_lora else None

@@ -1,0 +1,139 @@
+"""Open-ended "Name a fruit." prompts (no list in the prompt) built from the categories of ``wordlists.json``,
+whose items serve as each category's validator vocabulary.
+
+The vocabulary is closed: an answer outside the category's word list (say "Dragonfruit") counts as invalid.
+For a real model that is a narrower notion of "valid" than a human's; swap in a bigger vocabulary file or a
+regex validator (see :class:`~gapo_lite.rewards.OpenEndedFrequencyScorer`) when that matters.
+"""
+from __future__ import annotations
+
+import random
+from collections.abc import Hashable, Sequence
+
+from gapo_lite.data.lists import Split, categories
+from gapo_lite.rewards.hook import Group
+from gapo_lite.rewards.open_ended import OpenEndedFrequencyScorer
+
+# What one item of each category is called ("Name a <noun>.").
+NOUNS: dict[str, str] = {
+    "animals": "animal", "emotions": "emotion", "numbers": "number", "foods": "food", "colors": "color",
+    "fruits": "fruit", "vegetables": "vegetable", "countries": "country", "cities": "city", "sports": "sport",
+    "jobs": "job", "tools": "tool", "vehicles": "vehicle", "birds": "bird", "trees": "tree", "flowers": "flower",
+    "metals": "metal", "fabrics": "fabric", "drinks": "drink", "furniture": "piece of furniture",
+    "planets_and_moons": "planet or moon", "instruments": "musical instrument", "books": "book",
+    "gemstones": "gemstone", "dances": "dance", "spices": "spice", "insects": "insect", "clothing": "piece of clothing",
+}
+TEMPLATES: tuple[str, ...] = ("Name {article} {noun}.",)
+# Training categories that the open-ended evaluation suite (gapo_lite/eval/open_ended.py: "Name a city.", ...)
+# also asks about; a real-model recipe leaves them out so that suite stays unseen.
+EVAL_SUITE_OVERLAP: tuple[str, ...] = ("animals", "cities", "colors", "countries", "foods", "jobs", "sports")
+ANSWER_ONLY = " Answer with the name only."
+
+
+def noun(category: str) -> str:
+    """The singular noun for ``category`` ("fruits" -> "fruit")."""
+    if category not in NOUNS:
+        raise KeyError(f"no singular noun for category {category!r}; known: {', '.join(sorted(NOUNS))}")
+    return NOUNS[category]
+
+
+def open_prompt(category: str, template: str = TEMPLATES[0], suffix: str = "") -> str:
+    """The prompt text: "Name an animal." (+ ``suffix``)."""
+    word = noun(category)
+    article = "an" if word[0].lower() in "aeiou" else "a"
+    return template.format(article=article, noun=word) + suffix
+
+
+def vocabularies(split: Split = "all") -> dict[str, list[str]]:
+    """Category -> the items that count as a valid answer (the category's word list)."""
+    return categories(split)
+
+
+def prompt_words(split: Split = "all", templates: Sequence[str] = TEMPLATES, suffix: str = "") -> list[str]:
+    """Every word of every prompt of ``split`` and every vocabulary item (for a word-level tiny tokenizer)."""
+    words: set[str] = set()
+    for category, items in vocabularies(split).items():
+        for template in templates:
+            words.update(open_prompt(category, template, suffix).replace(".", " ").split())
+        words.update(w for item in items for w in item.split())
+    return sorted(words)
+
+
+def build_open_ended_dataset(
+    num_prompts: int,
+    *,
+    split: Split = "train",
+    names: Sequence[str] | None = None,
+    templates: Sequence[str] = TEMPLATES,
+    suffix: str = "",
+    seed: int = 0,
+):
+    """A ``datasets.Dataset`` of open-ended prompts: ``prompt`` (chat messages), ``category``, ``prompt_id``.
+
+    Rows cycle through the categories (``names``, default all of ``split``) in a seeded shuffled order, one
+    pass after another, so every category appears equally often; ``prompt_id`` is unique per row (the
+    GAPO hook groups completions by it, so repeats of one prompt must not share an id).
+    """
+    from datasets import Dataset
+
+    if num_prompts < 1:
+        raise ValueError(f"num_prompts must be >= 1, got {num_prompts}")
+    if not templates:
+        raise ValueError("templates is empty; give at least one prompt wording")
+    pool = vocabularies(split)
+    chosen = sorted(pool) if names is None else list(names)
+    unknown = [c for c in chosen if c not in pool]
+    if unknown or not chosen:
+        raise ValueError(f"categories {unknown or '(none)'} are not in split {split!r}; known: {', '.join(sorted(pool))}")
+    rng = random.Random(f"gapo-lite/open/{split}/{seed}")
+    rows, order = [], []
+    for i in range(num_prompts):
+        if not order:
+            order = rng.sample(chosen, len(chosen))
+        category = order.pop()
+        template = templates[rng.randrange(len(templates))]
+        rows.append(
+            {
+                "prompt": [{"role": "user", "content": open_prompt(category, template, suffix)}],
+                "category": category,
+                "prompt_id": f"open-{split}-{seed}-{i:06d}",
+            }
+        )
+    return Dataset.from_list(rows)
+
+
+class CategoryScorer:
+    """GAPO for open-ended prompts of several categories: each group is scored by the
+    :class:`OpenEndedFrequencyScorer` of its ``category`` column (validator = that category's vocabulary,
+    L = its size)."""
+
+    name = "gapo_open_ended"
+
+    def __init__(self, vocabularies_by_category: dict[str, Sequence[str]], *, column: str = "category", invalid_reward: float = -1.0) -> None:
+        if not vocabularies_by_category:
+            raise ValueError("CategoryScorer needs at least one category vocabulary")
+        self.column = column
+        self.scorers = {c: OpenEndedFrequencyScorer(list(v), invalid_reward=invalid_reward) for c, v in vocabularies_by_category.items()}
+
+    def scorer_for(self, group: Group) -> OpenEndedFrequencyScorer:
+        if self.column not in group.columns:
+            raise KeyError(f"CategoryScorer needs the dataset column {self.column!r}; columns seen: {sorted(group.columns)}")
+        category = group.columns[self.column]
+        if category not in self.scorers:
+            raise KeyError(f"no vocabulary for category {category!r} (group {group.key!r}); known: {', '.join(sorted(self.scorers))}")
+        return self.scorers[category]
+
+    def answers(self, group: Group) -> list[Hashable | None]:
+        return self.scorer_for(group).answers(group)
+
+    def __call__(self, group: Group) -> list[float]:
+        return self.scorer_for(group)(group)
+
+
+def open_ended_scorer(split: Split = "all", invalid_reward: float = -1.0, names: Sequence[str] | None = None) -> CategoryScorer:
+    """A :class:`CategoryScorer` over the categories ``names`` (default: every category of ``split``)."""
+    pool = vocabularies(split)
+    unknown = [c for c in names or () if c not in pool]
+    if unknown:
+        raise ValueError(f"categories {unknown} are not in split {split!r}; known: {', '.join(sorted(pool))}")
+    return CategoryScorer({c: pool[c] for c in (names if names is not None else sorted(pool))}, invalid_reward=invalid_reward)

@@ -1,0 +1,295 @@
+"""Accuracy with diversity in miniature: arithmetic with three correct solution formats.
+
+1. build a tiny Qwen2 whose word-level vocabulary holds the questions' and answers' tokens;
+2. pretrain it on "What is 3 + 4 ?" with always-correct solutions, written ``format_shares`` of the time as
+   "7" / "3 + 4 = 7" / "The answer is 7" (so it mostly uses one format);
+3. train it with GAPO's accuracy-first scorer (:class:`~gapo_lite.rewards.AccuracyDiversityScorer`: wrong
+   answers -1, correct ones the frequency reward over solution clusters) and, from the same start, with a
+   plain per-sample accuracy reward (1 correct, 0 wrong; ``baseline=True``);
+4. measure accuracy and the diversity of the correct solutions at T = 0.7 and 1.0.
+
+Clustering uses the number-masked format signature (:func:`gapo_lite.data.arithmetic.format_clusterer`),
+not MiniLM: it is exact for these three formats and costs nothing on a CPU. The checker is strict
+(:func:`gapo_lite.data.arithmetic.strict_answer`: one of the three formats, true equations only); the
+usual GSM8K last-number check is reported beside it as "lenient accuracy".
+
+    python -m gapo_lite.experiments.accuracy --out runs/exp_accuracy
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import random
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gapo_lite.experiments import add_common_arguments, apply_overrides, table, torch_threads
+
+SHAPES = {"N": "bare", "N + N = N": "equation", "N - N = N": "equation", "The answer is N": "sentence"}
+LABELS = {"before": "before (pretrained)", "gapo": "GAPO accuracy+diversity", "baseline": "GRPO accuracy only"}
+
+
+@dataclass(frozen=True)
+class AccuracySettings:
+    """Sizes and schedules; ``quick()`` is a seconds-long variant for tests."""
+
+    hidden_size: int = 128
+    num_layers: int = 2
+    num_heads: int = 8
+    num_kv_heads: int = 8
+    max_operand: int = 9
+    format_shares: tuple[float, ...] = (0.8, 0.1, 0.1)  # bare, equation, sentence
+    pretrain_steps: int = 1200
+    pretrain_batch: int = 64
+    pretrain_lr: float = 3e-3
+    rl_steps: int = 400
+    prompts_per_step: int = 8
+    num_generations: int = 16
+    rl_lr: float = 3e-4
+    rl_temperature: float = 1.0
+    max_completion_length: int = 6
+    baseline: bool = True
+    eval_problems: int = 40
+    eval_samples: int = 50
+    eval_temperatures: tuple[float, ...] = (0.7, 1.0)
+    threads: int = 1
+    seed: int = 0
+
+    @classmethod
+    def quick(cls) -> "AccuracySettings":
+        return cls(hidden_size=32, num_heads=4, num_kv_heads=4, max_operand=3, pretrain_steps=20, pretrain_batch=16, rl_steps=2,
+                   prompts_per_step=2, num_generations=4, eval_problems=4, eval_samples=8, eval_temperatures=(1.0,))
+
+
+def pretrain_draw(s: AccuracySettings):
+    """``draw(rng)``: a random problem and its correct solution in a format drawn with ``format_shares``."""
+    from gapo_lite.data.arithmetic import FORMATS, problems, question, solution
+
+    names = list(FORMATS)
+    if len(s.format_shares) != len(names) or any(w < 0 for w in s.format_shares) or sum(s.format_shares) <= 0:
+        raise ValueError(f"format_shares must be {len(names)} non-negative weights ({', '.join(names)}), got {s.format_shares}")
+    pool = problems(s.max_operand)
+
+    def draw(rng):
+        problem = rng.choice(pool)
+        fmt = rng.choices(names, weights=s.format_shares)[0]
+        return [{"role": "user", "content": question(problem)}], solution(problem, fmt)
+
+    return draw
+
+
+class AccuracyScorer:
+    """The baseline: 1 for a correct answer, 0 otherwise, each completion on its own."""
+
+    name = "accuracy"
+
+    def __init__(self, extract_answer, reference_column: str = "answer") -> None:
+        self.extract_answer = extract_answer
+        self.reference_column = reference_column
+
+    def answers(self, group) -> list[str | None]:
+        from gapo_lite.data.arithmetic import format_signature
+        from gapo_lite.rewards.accuracy import answers_match
+
+        ref = float(group.columns[self.reference_column])
+        return [format_signature(c) if answers_match(self.extract_answer(c), ref) else None for c in group.completions]
+
+    def __call__(self, group) -> list[float]:
+        return [0.0 if a is None else 1.0 for a in self.answers(group)]
+
+
+def gapo_scorer():
+    """GAPO accuracy-first: strict checker, clusters = format signatures."""
+    from gapo_lite.data.arithmetic import format_clusterer, strict_answer
+    from gapo_lite.rewards import AccuracyDiversityScorer
+
+    return AccuracyDiversityScorer(extract_answer=strict_answer, cluster=format_clusterer)
+
+
+def eval_pool(s: AccuracySettings) -> list[tuple[int, str, int]]:
+    """A fixed, seeded sample of ``eval_problems`` problems."""
+    from gapo_lite.data.arithmetic import problems
+
+    pool = problems(s.max_operand)
+    return random.Random(f"gapo-lite/accuracy-eval/{s.seed}").sample(pool, min(s.eval_problems, len(pool)))
+
+
+def score_samples(problem_samples: list[tuple[int, list[str]]]) -> dict[str, Any]:
+    """Accuracy and diversity of correct solutions over (reference, samples) pairs.
+
+    ``formats_per_problem``: distinct formats among a problem's correct samples (0-3), averaged;
+    ``format_entropy``: per problem, the entropy of those formats divided by log 3 (0: one format, 1: even),
+    averaged over problems with a correct sample; ``format_shares``: shares of all correct samples;
+    ``attempt_shares``: shares of all samples written in each format's shape, right or wrong, and
+    ``format_accuracy``: the share of those attempts that are correct.
+    """
+    from gapo_lite.data.arithmetic import FORMATS, format_of, format_signature, strict_answer
+    from gapo_lite.rewards.accuracy import answers_match, extract_number
+
+    if not problem_samples:
+        raise ValueError("score_samples needs at least one problem")
+    total = correct_n = lenient_n = 0
+    per_problem_formats: list[int] = []
+    entropies: list[float] = []
+    shares: Counter[str] = Counter()
+    attempts: Counter[str] = Counter()
+    attempts_ok: Counter[str] = Counter()
+    for reference, texts in problem_samples:
+        for t in texts:
+            shape = SHAPES.get(format_signature(t))
+            if shape is not None:
+                attempts[shape] += 1
+                attempts_ok[shape] += answers_match(strict_answer(t), reference)
+        formats = [format_of(t) for t in texts if answers_match(strict_answer(t), reference)]
+        total += len(texts)
+        correct_n += len(formats)
+        lenient_n += sum(answers_match(extract_number(t), reference) for t in texts)
+        counts = Counter(formats)
+        shares.update(counts)
+        per_problem_formats.append(len(counts))
+        if formats:
+            h = -sum(c / len(formats) * math.log(c / len(formats)) for c in counts.values())
+            entropies.append(h / math.log(len(FORMATS)))
+    return {
+        "accuracy": correct_n / total,
+        "lenient_accuracy": lenient_n / total,
+        "formats_per_problem": sum(per_problem_formats) / len(per_problem_formats),
+        "format_entropy": sum(entropies) / len(entropies) if entropies else 0.0,
+        "format_shares": {f: shares[f] / correct_n if correct_n else 0.0 for f in FORMATS},
+        "attempt_shares": {f: attempts[f] / total for f in FORMATS},
+        "format_accuracy": {f: attempts_ok[f] / attempts[f] if attempts[f] else math.nan for f in FORMATS},
+    }
+
+
+def measure(model: Any, tokenizer: Any, s: AccuracySettings) -> dict[str, Any]:
+    """:func:`score_samples` at each evaluation temperature on :func:`eval_pool`."""
+    from gapo_lite.data.arithmetic import question, solve
+    from gapo_lite.sampling import sample_completions
+
+    pool = eval_pool(s)
+    prompts = [[{"role": "user", "content": question(p)}] for p in pool]
+    out: dict[str, Any] = {}
+    for temperature in s.eval_temperatures:
+        samples = sample_completions(model, tokenizer, prompts, n=s.eval_samples, temperature=temperature,
+                                     max_new_tokens=s.max_completion_length, batch_size=1024, seed=s.seed + 29, progress=False)
+        scored = score_samples([(solve(*p), texts) for p, texts in zip(pool, samples)])
+        scored["examples"] = samples[0][:8]
+        out[f"T{temperature:g}"] = scored
+    return out
+
+
+def rl_config(s: AccuracySettings, start: Path, out: Path):
+    from gapo_lite.training import TrainConfig
+
+    return TrainConfig(
+        model=str(start), backend="transformers", load_in_4bit=False, use_lora=False,
+        num_generations=s.num_generations, prompts_per_step=s.prompts_per_step, max_completion_length=s.max_completion_length,
+        temperature=s.rl_temperature, learning_rate=s.rl_lr, max_steps=s.rl_steps, save_steps=s.rl_steps,
+        save_total_limit=1, logging_steps=max(1, s.rl_steps // 10), seed=s.seed, output_dir=str(out), optim="adamw_torch",
+    )
+
+
+def run_experiment(out_dir: str | Path = "runs/exp_accuracy", settings: AccuracySettings | None = None, command: str | None = None) -> dict[str, Any]:
+    """Every stage; prints the table and writes ``results.json``."""
+    from transformers import logging as hf_logging
+
+    s = settings or AccuracySettings()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    hf_logging.set_verbosity_error()
+    with torch_threads(s.threads):
+        return _run(s, out, command)
+
+
+def _run(s: AccuracySettings, out: Path, command: str | None) -> dict[str, Any]:
+    import torch
+
+    from gapo_lite.data.arithmetic import arithmetic_words, build_arithmetic_dataset, strict_answer
+    from gapo_lite.experiments import supervised_pretrain
+    from gapo_lite.models import load_model
+    from gapo_lite.tiny import build_tiny_model
+    from gapo_lite.training import train
+
+    torch.manual_seed(s.seed)
+    t0 = time.perf_counter()
+    stages: dict[str, float] = {}
+
+    print("[1/3] building and pretraining a tiny arithmetic model (one dominant solution format)")
+    base = build_tiny_model(out / "base_model", words=arithmetic_words(s.max_operand), hidden_size=s.hidden_size, num_layers=s.num_layers,
+                            num_heads=s.num_heads, num_kv_heads=s.num_kv_heads, seed=s.seed)
+    model, tok = load_model(base, lora=None)
+    losses = supervised_pretrain(model, tok, pretrain_draw(s), steps=s.pretrain_steps, batch_size=s.pretrain_batch,
+                                 learning_rate=s.pretrain_lr, seed=s.seed, desc="pretraining (arithmetic)")
+    start = out / "pretrained"
+    model.save_pretrained(start)
+    tok.save_pretrained(start)
+    stages["pretrain"] = time.perf_counter() - t0
+    results: dict[str, Any] = {"before": measure(model, tok, s), "pretrain_final_loss": losses[-1]}
+
+    runs = [("gapo", gapo_scorer())]
+    if s.baseline:
+        runs.append(("baseline", AccuracyScorer(strict_answer)))
+    for name, scorer in runs:
+        print(f"[2/3] {LABELS[name]}: {s.rl_steps} steps")
+        t = time.perf_counter()
+        data = build_arithmetic_dataset(s.rl_steps * s.prompts_per_step, max_operand=s.max_operand, seed=s.seed)
+        result = train(rl_config(s, start, out / name), scorer=scorer, train_dataset=data)
+        stages[name] = time.perf_counter() - t
+        trained, trained_tok = load_model(result.adapter_dir, lora=None)
+        results[name] = measure(trained, trained_tok, s)
+    results["wall_seconds"] = time.perf_counter() - t0
+    results["stage_seconds"] = stages
+    results["settings"] = dataclasses.asdict(s)
+    results["command"] = command
+    (out / "results.json").write_text(json.dumps(results, indent=2))
+    print("[3/3] results")
+    print(format_table(results))
+    print(f"wrote {out / 'results.json'} in {results['wall_seconds']:.0f} s")
+    return results
+
+
+def format_table(results: dict[str, Any]) -> str:
+    """One row per metric and temperature; one column per model."""
+    from gapo_lite.data.arithmetic import FORMATS
+
+    models = [m for m in LABELS if m in results]
+    rows = []
+    for key in results["before"]:
+        t = f"T={key[1:]}"
+        rows.append((f"accuracy, strict ({t})", [results[m][key]["accuracy"] for m in models]))
+        rows.append((f"accuracy, last number ({t})", [results[m][key]["lenient_accuracy"] for m in models]))
+        rows.append((f"formats per problem, of 3 ({t})", [results[m][key]["formats_per_problem"] for m in models]))
+        rows.append((f"format entropy / log 3 ({t})", [results[m][key]["format_entropy"] for m in models]))
+        for f in FORMATS:
+            rows.append((f"share '{f}' among correct ({t})", [results[m][key]["format_shares"][f] for m in models]))
+        for f in FORMATS:
+            rows.append((f"accuracy of '{f}' attempts ({t})", [results[m][key]["format_accuracy"][f] for m in models]))
+    return table(rows, [LABELS[m] for m in models], width=26, label_width=40)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_common_arguments(parser, "runs/exp_accuracy")
+
+
+def run(args: argparse.Namespace) -> int:
+    s = apply_overrides(AccuracySettings.quick() if args.quick else AccuracySettings(), args.overrides)
+    run_experiment(args.out, s, command=getattr(args, "command", None))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m gapo_lite.experiments.accuracy", description=__doc__.split("\n")[0])
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    args.command = " ".join(["python -m gapo_lite.experiments.accuracy", *(sys.argv[1:] if argv is None else argv)])
+    return run(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,235 @@
+"""Open-ended GAPO in miniature: "Name a fruit." with no list in the prompt.
+
+1. build a tiny Qwen2 whose word-level vocabulary holds every prompt word and every category item;
+2. pretrain it on "Name a(n) <noun>." for ALL categories to answer one favourite item (the category's first)
+   with probability ``favourite_share`` and the other items evenly (mode collapse);
+3. train it with GAPO (:class:`~gapo_lite.data.open_ended.CategoryScorer`: one
+   :class:`~gapo_lite.rewards.OpenEndedFrequencyScorer` per category, validator = the category's word list)
+   on the TRAINING categories only; optionally, from the same start, plain GRPO with a per-sample
+   validity reward (``baseline=True``);
+4. measure Unique@N (N samples per prompt), valid rate and the favourite's share on training and
+   held-out categories at T = 0.7 and 1.0.
+
+    python -m gapo_lite.experiments.open_ended --out runs/exp_open
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gapo_lite.experiments import add_common_arguments, apply_overrides, table, torch_threads
+
+LABELS = {"before": "before (collapsed)", "gapo": "GAPO", "baseline": "GRPO + validity"}
+
+
+@dataclass(frozen=True)
+class OpenSettings:
+    """Sizes and schedules; ``quick()`` is a seconds-long variant for tests."""
+
+    hidden_size: int = 128
+    num_layers: int = 2
+    num_heads: int = 8
+    num_kv_heads: int = 8
+    pretrain_steps: int = 300
+    pretrain_batch: int = 64
+    pretrain_lr: float = 3e-3
+    favourite_share: float = 0.8
+    rl_steps: int = 800
+    prompts_per_step: int = 8
+    num_generations: int = 16
+    rl_lr: float = 3e-4
+    rl_temperature: float = 1.0
+    baseline: bool = False
+    eval_samples: int = 100
+    eval_temperatures: tuple[float, ...] = (0.7, 1.0)
+    threads: int = 1
+    seed: int = 0
+
+    @classmethod
+    def quick(cls) -> "OpenSettings":
+        return cls(hidden_size=32, num_heads=4, num_kv_heads=4, pretrain_steps=20, pretrain_batch=16, rl_steps=2,
+                   prompts_per_step=2, num_generations=4, eval_samples=8, eval_temperatures=(1.0,))
+
+
+def favourite(category: str) -> str:
+    """The item a collapsed model names for ``category``: the first of its word list."""
+    from gapo_lite.data.open_ended import vocabularies
+
+    return vocabularies("all")[category][0]
+
+
+def pretrain_draw(share: float):
+    """``draw(rng)`` for :func:`~gapo_lite.experiments.supervised_pretrain`: a prompt of any category and its
+    favourite item with probability ``share``, else another item of the category, uniformly."""
+    from gapo_lite.data.open_ended import open_prompt, vocabularies
+
+    if not 0.0 < share <= 1.0:
+        raise ValueError(f"favourite_share must be in (0, 1], got {share}")
+    pool = vocabularies("all")
+    names = sorted(pool)
+
+    def draw(rng):
+        category = rng.choice(names)
+        items = pool[category]
+        answer = items[0] if rng.random() < share else rng.choice(items[1:])
+        return [{"role": "user", "content": open_prompt(category)}], answer
+
+    return draw
+
+
+def measure(model: Any, tokenizer: Any, s: OpenSettings) -> dict[str, Any]:
+    """Per split and temperature: mean Unique@N, valid rate and favourite share over the split's categories."""
+    from gapo_lite.data.open_ended import open_ended_scorer, open_prompt, vocabularies
+    from gapo_lite.metrics import unique_at_n
+    from gapo_lite.rewards import Group
+    from gapo_lite.sampling import sample_completions
+
+    scorer = open_ended_scorer("all")
+    out: dict[str, Any] = {}
+    for temperature in s.eval_temperatures:
+        for split in ("train", "heldout"):
+            names = sorted(vocabularies(split))
+            prompts = [[{"role": "user", "content": open_prompt(c)}] for c in names]
+            samples = sample_completions(model, tokenizer, prompts, n=s.eval_samples, temperature=temperature, max_new_tokens=3,
+                                         batch_size=1024, seed=s.seed + 17, progress=False)
+            per: dict[str, Any] = {}
+            for category, texts in zip(names, samples):
+                answers = scorer.answers(Group(category, prompts[0], texts, {"category": category}))
+                fav = scorer.scorers[category].canonical(favourite(category))
+                per[category] = {
+                    "unique": unique_at_n(answers, s.eval_samples),
+                    "valid_rate": sum(a is not None for a in answers) / len(answers),
+                    "favourite_share": sum(a == fav for a in answers) / len(answers),
+                    "vocabulary_size": len(scorer.scorers[category].vocabulary or ()),
+                }
+            key = f"T{temperature:g}/{split}"
+            out[key] = {m: sum(p[m] for p in per.values()) / len(per) for m in ("unique", "valid_rate", "favourite_share")}
+            out[key]["per_category"] = per
+    return out
+
+
+def rl_config(s: OpenSettings, start: Path, out: Path):
+    from gapo_lite.training import TrainConfig
+
+    return TrainConfig(
+        model=str(start), backend="transformers", load_in_4bit=False, use_lora=False,
+        num_generations=s.num_generations, prompts_per_step=s.prompts_per_step, max_completion_length=2,
+        temperature=s.rl_temperature, learning_rate=s.rl_lr, max_steps=s.rl_steps, save_steps=s.rl_steps,
+        save_total_limit=1, logging_steps=max(1, s.rl_steps // 10), seed=s.seed, output_dir=str(out), optim="adamw_torch",
+    )
+
+
+class ValidityBaseline:
+    """Per-sample baseline: 1 for a valid answer, -1 otherwise (no group awareness); validity from ``scorer``."""
+
+    name = "validity"
+
+    def __init__(self, scorer) -> None:
+        self.scorer = scorer
+
+    def answers(self, group):
+        return self.scorer.answers(group)
+
+    def __call__(self, group) -> list[float]:
+        return [1.0 if a is not None else -1.0 for a in self.scorer.answers(group)]
+
+
+def run_experiment(out_dir: str | Path = "runs/exp_open", settings: OpenSettings | None = None, command: str | None = None) -> dict[str, Any]:
+    """Every stage; prints the table and writes ``results.json``."""
+    from transformers import logging as hf_logging
+
+    s = settings or OpenSettings()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    hf_logging.set_verbosity_error()
+    with torch_threads(s.threads):
+        return _run(s, out, command)
+
+
+def _run(s: OpenSettings, out: Path, command: str | None) -> dict[str, Any]:
+    import torch
+
+    from gapo_lite.data.open_ended import build_open_ended_dataset, open_ended_scorer, prompt_words
+    from gapo_lite.experiments import supervised_pretrain
+    from gapo_lite.models import load_model
+    from gapo_lite.tiny import build_tiny_model
+    from gapo_lite.training import train
+
+    torch.manual_seed(s.seed)
+    t0 = time.perf_counter()
+    stages: dict[str, float] = {}
+
+    print("[1/3] building and pretraining a collapsed tiny model (all categories)")
+    base = build_tiny_model(out / "base_model", words=prompt_words("all"), hidden_size=s.hidden_size, num_layers=s.num_layers,
+                            num_heads=s.num_heads, num_kv_heads=s.num_kv_heads, seed=s.seed)
+    model, tok = load_model(base, lora=None)
+    losses = supervised_pretrain(model, tok, pretrain_draw(s.favourite_share), steps=s.pretrain_steps, batch_size=s.pretrain_batch,
+                                 learning_rate=s.pretrain_lr, seed=s.seed, desc="pretraining (collapse)")
+    start = out / "pretrained"
+    model.save_pretrained(start)
+    tok.save_pretrained(start)
+    stages["pretrain"] = time.perf_counter() - t0
+    results: dict[str, Any] = {"before": measure(model, tok, s), "pretrain_final_loss": losses[-1]}
+
+    runs = [("gapo", open_ended_scorer("train"))]
+    if s.baseline:
+        runs.append(("baseline", ValidityBaseline(open_ended_scorer("train"))))
+    for name, scorer in runs:
+        print(f"[2/3] {LABELS[name]}: {s.rl_steps} steps on the training categories")
+        t = time.perf_counter()
+        data = build_open_ended_dataset(s.rl_steps * s.prompts_per_step, split="train", seed=s.seed)
+        result = train(rl_config(s, start, out / name), scorer=scorer, train_dataset=data)
+        stages[name] = time.perf_counter() - t
+        trained, trained_tok = load_model(result.adapter_dir, lora=None)
+        results[name] = measure(trained, trained_tok, s)
+    results["wall_seconds"] = time.perf_counter() - t0
+    results["stage_seconds"] = stages
+    results["settings"] = dataclasses.asdict(s)
+    results["command"] = command
+    (out / "results.json").write_text(json.dumps(results, indent=2))
+    print("[3/3] results")
+    print(format_table(results))
+    print(f"wrote {out / 'results.json'} in {results['wall_seconds']:.0f} s")
+    return results
+
+
+def format_table(results: dict[str, Any]) -> str:
+    """One row per split, metric and temperature; one column per model."""
+    models = [m for m in LABELS if m in results]
+    n = results["settings"]["eval_samples"]
+    rows = []
+    for key in results["before"]:
+        temp, split = key.split("/")
+        where = f"{'train' if split == 'train' else 'held-out'} categories, T={temp[1:]}"
+        rows.append((f"Unique@{n} ({where})", [results[m][key]["unique"] for m in models]))
+        rows.append((f"valid rate ({where})", [results[m][key]["valid_rate"] for m in models]))
+        rows.append((f"favourite share ({where})", [results[m][key]["favourite_share"] for m in models]))
+    return table(rows, [LABELS[m] for m in models], label_width=52)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_common_arguments(parser, "runs/exp_open")
+
+
+def run(args: argparse.Namespace) -> int:
+    s = apply_overrides(OpenSettings.quick() if args.quick else OpenSettings(), args.overrides)
+    run_experiment(args.out, s, command=getattr(args, "command", None))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m gapo_lite.experiments.open_ended", description=__doc__.split("\n")[0])
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    args.command = " ".join(["python -m gapo_lite.experiments.open_ended", *(sys.argv[1:] if argv is None else argv)])
+    return run(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,641 @@
+"""Generate notebooks/gapo_qwen7b_colab.ipynb and notebooks/gapo_tiny_cpu.ipynb from the cell lists below.
+
+    python scripts/build_notebooks.py            # (re)write both notebooks
+    python scripts/build_notebooks.py --check    # exit 1 if a notebook on disk differs from what this script writes
+
+Edit the cells here, not in the .ipynb files. Cell tags: ``parameters`` marks the cell that tests (and papermill)
+override; ``colab-only`` marks cells that only make sense on Colab (installs) and that the tests skip.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+from pathlib import Path
+
+import nbformat
+from nbformat import v4
+
+ROOT = Path(__file__).resolve().parents[1]
+COLAB_PATH = ROOT / "notebooks" / "gapo_qwen7b_colab.ipynb"
+CPU_PATH = ROOT / "notebooks" / "gapo_tiny_cpu.ipynb"
+
+# (kind, source, tags); kind is "md" or "code"
+Cell = tuple[str, str, tuple[str, ...]]
+
+
+def md(text: str) -> Cell:
+    return ("md", textwrap.dedent(text).strip("\n"), ())
+
+
+def code(text: str, *tags: str) -> Cell:
+    return ("code", textwrap.dedent(text).strip("\n"), tuple(tags))
+
+
+COLAB_CELLS: list[Cell] = [
+    md(
+        """
+        # GAPO on Qwen2.5-7B-Instruct, on one Colab GPU
+
+        <a href="https://colab.research.google.com/github/YOUR-GITHUB-USER/gapo-lite/blob/main/notebooks/gapo_qwen7b_colab.ipynb"><img src="https://colab.research.google.com/assets/colab-badge.svg" alt="Open In Colab"/></a>
+        (the badge's `YOUR-GITHUB-USER` is a placeholder: point it at wherever gapo-lite lives)
+
+        **GAPO** (Group-Aware Policy Optimization, Anschel et al., EMNLP 2025) is GRPO whose reward looks at the
+        whole group of completions sampled for a prompt: a valid answer `o` scores `1 - (f(o) - 1/L)`, where `f(o)` is
+        its share among the group's valid answers and `L` the number of valid answers; an invalid answer scores -1.
+        Answers the group already repeats score below 1, rare ones above 1, so the model learns to spread its choices.
+
+        This notebook trains Qwen2.5-7B-Instruct in 4-bit (QLoRA, through Unsloth) to pick uniformly from lists
+        ("Pick one item from this list at random: ..."), with the paper's settings (LoRA r=64, alpha=32, dropout 0.1,
+        G=32 completions per prompt, lr 1e-5, no KL). It measures the model before and after (lists: JSD to uniform;
+        open-ended prompts: Unique@N), plots both, and saves the LoRA adapter (optionally merged 16-bit and GGUF).
+
+        **Runtime → Change runtime type → GPU** (a T4 works; an L4 or A100 is faster).
+
+        **All times below are rough estimates, not measurements**: no GPU was available when this notebook was
+        written. Its code cells were run end to end on a CPU with a tiny random model standing in for Qwen
+        (`tests/test_notebooks.py`).
+        """
+    ),
+    md(
+        """
+        ### Installation
+        Keeps Colab's own torch (its CUDA build) and installs gapo-lite's tested set from `requirements.txt`
+        without the packages tied to that CUDA build (torch, torchvision, xformers) or needed only by the tests, with
+        Colab's torch version as a constraint. Set `REPO_URL` to where gapo-lite lives. *Estimate: 3-6 minutes.* If pip asks for a restart
+        (Colab shows a RESTART button), restart the session and go on from the next cell.
+        """
+    ),
+    code(
+        """
+        REPO_URL = "https://github.com/YOUR-GITHUB-USER/gapo-lite"  # <-- PLACEHOLDER: your fork / the project's real URL
+        REPO_DIR = "gapo-lite"
+
+        import importlib.metadata, pathlib, re, subprocess, sys
+
+        colab_torch = importlib.metadata.version("torch")  # read without importing torch (pip may upgrade what it imports)
+        if not pathlib.Path(REPO_DIR, "requirements.txt").is_file():
+            subprocess.run(["git", "clone", "--depth", "1", REPO_URL, REPO_DIR], check=True)
+        # torch, torchvision, xformers: tied to Colab's CUDA build, keep Colab's (Unsloth pulls an xformers that suits the
+        # torch constraint, or falls back to PyTorch attention). ipykernel & co.: only the tests need them; Colab's stay.
+        skip = {"torch", "torchvision", "xformers", "ipykernel", "nbclient", "nbformat", "pytest", "hypothesis"}
+        lines = [line.split("#")[0].strip() for line in pathlib.Path(REPO_DIR, "requirements.txt").read_text().splitlines()]
+        requirements = [r for r in lines if r and re.split(r"[\\s\\[=<>!~;]", r, maxsplit=1)[0].lower() not in skip]
+        pathlib.Path("constraints.txt").write_text(f"torch=={colab_torch}\\n")
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-c", "constraints.txt", *requirements], check=True)
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", REPO_DIR], check=True)  # not -e: importable without a restart
+        subprocess.run([sys.executable, "-c", "import torch; print('torch', torch.__version__, '| GPU:', torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'none: Runtime > Change runtime type > GPU')"], check=True)
+        """,
+        "colab-only",
+    ),
+    md(
+        """
+        ### Check the GPU
+        `import gapo_lite` comes first: on a GPU it imports Unsloth before trl / transformers / peft, so Unsloth's
+        patches (faster GRPO, chunked log-probs) apply.
+        """
+    ),
+    code(
+        """
+        import gapo_lite  # first: imports Unsloth (on a GPU) before trl / transformers / peft
+        import torch
+
+        GIB = 2**30
+        CUDA = torch.cuda.is_available()
+        FREE_GB = None  # the GPU's free memory before anything is loaded: the memory plan's budget
+        if CUDA:
+            free, total = torch.cuda.mem_get_info()
+            FREE_GB = free / GIB
+            print(f"GPU: {torch.cuda.get_device_name(0)}: {total / GIB:.1f} GiB, {FREE_GB:.1f} GiB free, bf16: {torch.cuda.is_bf16_supported()}")
+        else:
+            print("No CUDA GPU: Runtime > Change runtime type > GPU. (On a CPU only a tiny stand-in model is practical.)")
+        print(f"torch {torch.__version__}, gapo-lite {gapo_lite.__version__}")
+        """
+    ),
+    md(
+        """
+        ### Parameters
+        The paper's settings. `PROMPTS_PER_STEP = 8` prompts x `G = 32` completions = 256 completions per optimizer step.
+        That does not fit a 15 GB T4: with `AUTO_FIT` the memory-plan cell halves `PROMPTS_PER_STEP` until the plan
+        fits (on a T4: 2 prompts x 32), keeping the group size `G` that GAPO's reward depends on.
+        """
+    ),
+    code(
+        """
+        MODEL = "Qwen/Qwen2.5-7B-Instruct"  # with Unsloth and 4-bit, its pre-quantized copy is downloaded (~5.5 GB)
+        BACKEND = "unsloth"  # "transformers": transformers + peft + bitsandbytes (slower, more memory)
+        LOAD_IN_4BIT = True
+        MAX_SEQ_LENGTH = 512
+        LORA_R, LORA_ALPHA, LORA_DROPOUT = 64, 32, 0.1  # the paper's LoRA
+        G = 32  # completions per prompt: the group GAPO's reward is computed over
+        PROMPTS_PER_STEP = 8  # the paper's batch
+        AUTO_FIT = True  # halve PROMPTS_PER_STEP until the memory plan fits the GPU
+        MAX_STEPS = 100
+        LEARNING_RATE = 1e-5
+        TEMPERATURE = 1.0  # sampling temperature during training
+        MAX_COMPLETION_LENGTH = 32
+        SAVE_STEPS = 25
+        MEMORY_BUDGET_GB = None  # None: the GPU's free memory now, before the model is loaded
+        OUTPUT_DIR = "runs/qwen7b_colab"
+        # evaluation (the paper: 10 unseen 8-item lists x 100 samples at T=0.7; open-ended: 500 samples per prompt)
+        EVAL_LISTS = 10
+        EVAL_N = 100  # samples per list
+        EVAL_OPEN_N = 100  # samples per open-ended prompt (500 for the paper's Unique@500; 5x the time)
+        EVAL_TEMPERATURE = 0.7
+        EVAL_BATCH_SIZE = 64
+        # saving
+        SAVE_MERGED = False  # merged 16-bit model (~15 GB)
+        SAVE_GGUF = False  # GGUF for llama.cpp / Ollama
+        GGUF_QUANTIZATION = "q4_k_m"
+        """,
+        "parameters",
+    ),
+    md(
+        """
+        ### Memory plan
+        gapo-lite's planner estimates the peak GPU memory of a step (weights, LoRA and optimizer, KV cache and
+        generation, activations, log-probs) and picks how many completions go through each forward/backward pass
+        (`chunk_size`). The budget is the GPU's free memory *before* the model is loaded (measured in the cell above);
+        it is stored in the config so training plans with the same budget rather than with what is left once the
+        weights are in memory. The same command line: `gapo-lite plan --model qwen2.5-7b`.
+        """
+    ),
+    code(
+        """
+        import dataclasses
+        from gapo_lite.memory import MemoryPlanError
+        from gapo_lite.training import TrainConfig
+        from gapo_lite.training.planning import plan_for_config
+
+        if MEMORY_BUDGET_GB is not None:
+            budget_gb = MEMORY_BUDGET_GB
+        elif FREE_GB is not None:
+            budget_gb = FREE_GB  # measured before the model was loaded (the plan counts the weights itself)
+        else:
+            budget_gb = 14.5  # no GPU here: plan as for a Colab T4 (about 14.5 GiB free)
+        config = TrainConfig(
+            model=MODEL, backend=BACKEND, load_in_4bit=LOAD_IN_4BIT, max_seq_length=MAX_SEQ_LENGTH,
+            lora_r=LORA_R, lora_alpha=LORA_ALPHA, lora_dropout=LORA_DROPOUT,
+            num_generations=G, prompts_per_step=PROMPTS_PER_STEP, learning_rate=LEARNING_RATE, temperature=TEMPERATURE,
+            max_completion_length=MAX_COMPLETION_LENGTH, max_steps=MAX_STEPS, save_steps=SAVE_STEPS,
+            output_dir=OUTPUT_DIR, memory_budget_gb=budget_gb,
+            # a GPU without bf16 (T4) trains in fp16, as Unsloth's notebooks do
+            extra_grpo_args={"fp16": True} if CUDA and not torch.cuda.is_bf16_supported() else {},
+        )
+        while True:
+            try:
+                plan = plan_for_config(config)
+                break
+            except MemoryPlanError as err:
+                if not AUTO_FIT or config.prompts_per_step == 1:
+                    raise
+                print(f"{config.prompts_per_step} prompts x G={G} does not fit in {budget_gb:.1f} GiB; trying {config.prompts_per_step // 2}")
+                config = dataclasses.replace(config, prompts_per_step=config.prompts_per_step // 2)
+        print(plan.format_table())
+        print(f"\\n=> {config.prompts_per_step} prompts x {G} completions per step, {plan.chunk_size} completions per forward/backward pass")
+        """
+    ),
+    md(
+        """
+        ### Load the model in 4-bit with a LoRA adapter
+        `gapo_lite.models.load_model` goes through Unsloth's `FastLanguageModel` on a GPU (4-bit weights, LoRA on the
+        seven projections, Unsloth's gradient checkpointing). The adapter starts at zero, so until training the model
+        answers exactly like Qwen2.5-7B-Instruct. *Estimate: 2-4 minutes (download and load).*
+        """
+    ),
+    code(
+        """
+        from gapo_lite.models import LoraSettings, load_model
+
+        model, tokenizer = load_model(
+            MODEL, backend=BACKEND, load_in_4bit=LOAD_IN_4BIT, max_seq_length=MAX_SEQ_LENGTH,
+            lora=LoraSettings(r=LORA_R, alpha=LORA_ALPHA, dropout=LORA_DROPOUT),
+        )
+        model.print_trainable_parameters()
+        """
+    ),
+    md(
+        """
+        ### The data and the reward
+        Training prompts ask to pick one item at random from a list of 4-12 items of a *training* category; the
+        evaluation uses *held-out* categories the model never trains on. Below, the rewards of one group: "Mars" is
+        over-represented (3 of the 5 valid answers) and scores below 1, the rare valid answers above 1, the answer
+        that is not on the list -1.
+        """
+    ),
+    code(
+        """
+        from gapo_lite import build_list_dataset, frequency_aware_rewards
+        from gapo_lite.data import categories
+
+        train_dataset = build_list_dataset(config.max_steps * config.prompts_per_step, split="train",
+                                           min_items=config.min_items, max_items=config.max_items, seed=config.data_seed)
+        print(train_dataset)
+        for row in train_dataset.select(range(3)):
+            print(f"- [{row['category']}] {row['prompt'][-1]['content']}")
+        print("\\nheld-out categories (evaluation only):", ", ".join(sorted(categories("heldout"))))
+
+        items = ["Mars", "Venus", "Saturn", "Jupiter"]  # the list shown: L = 4 valid answers
+        answers = ["Mars", "Mars", "Mars", "Venus", "Saturn", "Pluto"]  # one group of G = 6 completions
+        print(f"\\nGAPO rewards of one group for the list {items}:")
+        for answer, reward in zip(answers, frequency_aware_rewards(answers, items)):
+            print(f"{answer:>8}: {reward:+.3f}")
+        """
+    ),
+    md(
+        """
+        ### Before training: measure the model
+        Lists: 10 held-out 8-item lists, each shown in 4 orders, `EVAL_N` samples per list at T=0.7: JSD to the
+        uniform distribution (0 = uniform), valid rate and position bias. Open-ended: "Name a city." and nine more,
+        `EVAL_OPEN_N` samples each: Unique@N (distinct answers). *Estimate: 3-6 min on a T4, 1-3 min on an L4 or A100.*
+        """
+    ),
+    code(
+        """
+        import contextlib
+        from gapo_lite.eval.lists import run_lists
+        from gapo_lite.eval.open_ended import run_open
+        from gapo_lite.eval.runner import DEFAULT_MAX_NEW_TOKENS
+        from gapo_lite.eval.settings import SampleSettings
+
+
+        @contextlib.contextmanager
+        def inference_mode(model):
+            \"\"\"Unsloth's generation mode while sampling (back to training mode after); nothing to do for transformers.\"\"\"
+            if BACKEND != "unsloth" or not CUDA:
+                yield
+                return
+            from unsloth import FastLanguageModel
+            FastLanguageModel.for_inference(model)
+            try:
+                yield
+            finally:
+                FastLanguageModel.for_training(model)
+
+
+        def measure(model, tokenizer):
+            \"\"\"Lists and open-ended suites on the model as it is now (same seeds before and after).\"\"\"
+            settings = {suite: SampleSettings(n=n, temperature=EVAL_TEMPERATURE, max_new_tokens=DEFAULT_MAX_NEW_TOKENS[suite],
+                                              batch_size=EVAL_BATCH_SIZE, seed=0)
+                        for suite, n in (("lists", EVAL_N), ("open", EVAL_OPEN_N))}
+            with inference_mode(model):
+                lists = run_lists(model, tokenizer, settings["lists"], num_lists=EVAL_LISTS)
+                open_ended = run_open(model, tokenizer, settings["open"])
+            for r in (lists, open_ended):
+                r.pop("samples", None)  # per-sample rows; only the metrics are kept here
+                r.pop("completions", None)
+            return {"lists": lists, "open": open_ended}
+
+
+        def summary(m):
+            return {
+                "lists: mean JSD to uniform (lower = more uniform)": m["lists"]["mean_jsd"],
+                "lists: mean valid rate": m["lists"]["mean_valid_rate"],
+                "lists: position bias (TV from uniform)": m["lists"]["position_tv"],
+                f"open: mean Unique@{m['open']['n']}": m["open"]["mean_unique"],
+            }
+
+
+        before = measure(model, tokenizer)
+        for name, value in summary(before).items():
+            print(f"{name:52s}{value:8.3f}")
+        """
+    ),
+    md(
+        """
+        ### Train with GAPO
+        `gapo_lite.training.train` builds TRL's `GRPOTrainer` (Unsloth's patched one on a GPU) with the group-aware
+        reward hook, the memory plan's chunking and out-of-memory back-off, and saves checkpoints every `SAVE_STEPS`
+        (`dataclasses.replace(config, resume=True)` continues from the latest). Watch `reward` rise and the share of
+        distinct answers per group grow.
+        *Estimate for 100 steps: T4 (2 prompts x 32) about 1-1.5 h; L4 (8 x 32) about 1.5-2.5 h; A100 (8 x 32) about 40-60 min.*
+        """
+    ),
+    code(
+        """
+        from gapo_lite.training import train
+
+        result = train(config, model=model, tokenizer=tokenizer, train_dataset=train_dataset)
+        print(f"done at step {result.global_step}; adapter in {result.adapter_dir}; metrics in {result.metrics_path}")
+        """
+    ),
+    code(
+        """
+        import matplotlib.pyplot as plt
+        from IPython.display import Image, display
+        from gapo_lite.training.logging import read_metrics
+
+        rows = [r for r in read_metrics(result.metrics_path) if "reward" in r]
+        keys = ["reward", "reward_std"] + sorted({k for r in rows for k in r if k.startswith("gapo_frequency/")})
+        keys = [k for k in keys if any(k in r for r in rows)]
+        fig, axes = plt.subplots(1, len(keys), figsize=(4 * len(keys), 3), squeeze=False)
+        for ax, key in zip(axes[0], keys):
+            points = [(r["step"], r[key]) for r in rows if key in r]
+            ax.plot([p[0] for p in points], [p[1] for p in points], marker=".")
+            ax.set_title(key, fontsize=9)
+            ax.set_xlabel("step")
+        fig.tight_layout()
+        fig.savefig(f"{OUTPUT_DIR}/training_curves.png", dpi=100)
+        plt.close(fig)
+        display(Image(filename=f"{OUTPUT_DIR}/training_curves.png"))
+        """
+    ),
+    md(
+        """
+        ### After training: measure again, side by side
+        The same suites, seeds and settings as before training.
+        """
+    ),
+    code(
+        """
+        import json
+
+        after = measure(model, tokenizer)
+        print(f"{'metric':52s}{'before':>8s}{'after':>8s}")
+        for (name, b), a in zip(summary(before).items(), summary(after).values()):
+            print(f"{name:52s}{b:8.3f}{a:8.3f}")
+        with open(f"{OUTPUT_DIR}/eval_before_after.json", "w") as f:
+            json.dump({"before": before, "after": after}, f, indent=1, default=float)
+        """
+    ),
+    code(
+        """
+        import numpy as np
+
+        fig, axes = plt.subplots(1, 3, figsize=(16, 3.8))
+        ax = axes[0]
+        x = np.arange(len(before["lists"]["lists"]))
+        for k, (label, m) in enumerate((("before", before), ("after GAPO", after))):
+            jsd = [l["jsd"] for l in m["lists"]["lists"]]
+            ax.bar(x + (k - 0.5) * 0.4, [v if np.isfinite(v) else 0.0 for v in jsd], 0.4, label=label)
+            for xo, v in zip(x + (k - 0.5) * 0.4, jsd):
+                if not np.isfinite(v):  # no valid answer on this list: nothing to measure
+                    ax.annotate("n/a", (xo, 0), xytext=(0, 2), textcoords="offset points", ha="center", fontsize=6)
+        ax.set_xticks(x)
+        ax.set_xticklabels([l["category"] for l in before["lists"]["lists"]], rotation=45, ha="right", fontsize=7)
+        ax.set_ylabel("JSD to uniform")
+        ax.set_title(f"held-out lists, T={EVAL_TEMPERATURE}")
+        ax.legend()
+        ax = axes[1]
+        width = len(before["lists"]["position_shares"])
+        for k, (label, m) in enumerate((("before", before), ("after GAPO", after))):
+            ax.bar(np.arange(1, width + 1) + (k - 0.5) * 0.4, m["lists"]["position_shares"], 0.4, label=label)
+        ax.axhline(1 / width, color="black", linestyle="--", linewidth=1, label="uniform")
+        ax.set_xlabel("position of the chosen item in the shown list")
+        ax.set_ylabel("share of valid answers")
+        ax.set_title("position bias")
+        ax.legend()
+        ax = axes[2]
+        names = list(before["open"]["prompts"])
+        x = np.arange(len(names))
+        for k, (label, m) in enumerate((("before", before), ("after GAPO", after))):
+            ax.bar(x + (k - 0.5) * 0.4, [m["open"]["prompts"][p]["unique"] for p in names], 0.4, label=label)
+        ax.set_xticks(x)
+        ax.set_xticklabels(names, rotation=45, ha="right", fontsize=7)
+        ax.set_ylabel(f"Unique@{before['open']['n']}")
+        ax.set_title("open-ended prompts")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(f"{OUTPUT_DIR}/eval_before_after.png", dpi=100)
+        plt.close(fig)
+        display(Image(filename=f"{OUTPUT_DIR}/eval_before_after.png"))
+        """
+    ),
+    md(
+        """
+        ### Try it
+        One held-out list, 32 samples at T=0.7: the answers should now spread over the items.
+        """
+    ),
+    code(
+        """
+        from collections import Counter
+        from gapo_lite import parse_choice
+        from gapo_lite.data import format_prompt
+        from gapo_lite.sampling import sample_completions
+
+        category, pool = sorted(categories("heldout").items())[0]
+        items = pool[:8]
+        prompt = [{"role": "user", "content": format_prompt(items, category)}]
+        print(prompt[0]["content"])
+        with inference_mode(model):
+            texts = sample_completions(model, tokenizer, [prompt], n=32, temperature=0.7, max_new_tokens=24, progress=False)[0]
+        print(Counter(parse_choice(t, items) for t in texts).most_common())
+        """
+    ),
+    md(
+        """
+        ### Save
+        The LoRA adapter (a few hundred MB at r=64) is enough to use the model: load Qwen2.5-7B-Instruct and put the
+        adapter on it (`gapo_lite.models.load_model` + `peft.PeftModel.from_pretrained`, or Unsloth). Training already
+        wrote one to `OUTPUT_DIR/adapter`. Merged 16-bit (~15 GB, *estimate 5-10 min*) and GGUF (Unsloth builds
+        llama.cpp, *estimate 10-20 min*) are behind `SAVE_MERGED` / `SAVE_GGUF` (both need the Unsloth backend).
+        """
+    ),
+    code(
+        """
+        LORA_DIR = f"{OUTPUT_DIR}/lora"
+        model.save_pretrained(LORA_DIR)  # what Unsloth's save_lora does: the adapter only
+        tokenizer.save_pretrained(LORA_DIR)
+        print("LoRA adapter saved to", LORA_DIR)
+        """
+    ),
+    code(
+        """
+        if SAVE_MERGED:
+            if not hasattr(model, "save_pretrained_merged"):
+                raise RuntimeError("SAVE_MERGED needs a model loaded with BACKEND = 'unsloth'")
+            model.save_pretrained_merged(f"{OUTPUT_DIR}/merged_16bit", tokenizer, save_method="merged_16bit")
+        """
+    ),
+    code(
+        """
+        if SAVE_GGUF:
+            if not hasattr(model, "save_pretrained_gguf"):
+                raise RuntimeError("SAVE_GGUF needs a model loaded with BACKEND = 'unsloth'")
+            model.save_pretrained_gguf(f"{OUTPUT_DIR}/gguf", tokenizer, quantization_method=GGUF_QUANTIZATION)
+        """
+    ),
+    md(
+        """
+        ### Next
+        - The full report (creative writing, benchmarks, temperature sweep), from a fresh session so only one copy of the
+          model is in memory: `gapo-lite eval --model Qwen/Qwen2.5-7B-Instruct --adapter runs/qwen7b_colab/lora
+          --load-in-4bit --suite lists,open,creative,bench --out runs/qwen7b_eval`.
+        - The same run from the command line: `gapo-lite train --recipe qwen7b_lists --set max_steps=100`.
+        - No GPU? `notebooks/gapo_tiny_cpu.ipynb` reproduces the effect in miniature on a CPU.
+        """
+    ),
+]
+
+
+CPU_CELLS: list[Cell] = [
+    md(
+        """
+        # GAPO in miniature, on a CPU
+
+        GAPO (Group-Aware Policy Optimization) is GRPO whose reward looks at the whole group of completions for a
+        prompt: a valid answer `o` scores `1 - (f(o) - 1/L)` (`f(o)`: its share among the group's valid answers, `L`:
+        how many are valid), an invalid one -1. This notebook reproduces the paper's effect with no GPU:
+
+        1. build a tiny Qwen2 whose word-level vocabulary holds every list item;
+        2. "pretrain" it on list prompts of all categories to answer mostly the *first* item (mode collapse);
+        3. train it with GAPO on the *training* categories only, and, from the same start, with plain GRPO and a
+           per-sample validity reward (the baseline);
+        4. measure all three on *held-out* categories at T = 0.7 (the paper's) and T = 1.0.
+
+        The whole run (`QUICK = False`) takes several minutes on a 2-core CPU (the demo aims at under 10); `QUICK = True`
+        takes about half a minute and checks the plumbing only (its figures mean nothing). The same run from a shell:
+        `gapo-lite demo` (or `make demo`).
+        """
+    ),
+    code(
+        """
+        import sys
+
+        if "google.colab" in sys.modules:  # on Colab (a CPU runtime is enough): install gapo-lite first
+            REPO_URL = "https://github.com/YOUR-GITHUB-USER/gapo-lite"  # <-- PLACEHOLDER: your fork / the project's real URL
+            import subprocess
+            subprocess.run(["git", "clone", "--depth", "1", REPO_URL, "gapo-lite"], check=True)
+            subprocess.run([sys.executable, "-m", "pip", "install", "-q", "./gapo-lite"], check=True)
+        """,
+        "colab-only",
+    ),
+    code(
+        """
+        QUICK = False  # True: a seconds-long smoke run (figures meaningless)
+        OUT_DIR = "runs/demo_notebook"
+        """,
+        "parameters",
+    ),
+    code(
+        """
+        import dataclasses
+        from gapo_lite.demo import DemoSettings, run_demo
+
+        settings = DemoSettings.quick() if QUICK else DemoSettings()
+        print(settings)
+        results = run_demo(OUT_DIR, settings)
+        """
+    ),
+    md(
+        """
+        ### Before / GAPO / baseline
+        Held-out categories never took part in RL. GAPO should bring the held-out JSD to uniform well below the
+        collapsed model's while keeping answers valid; the validity-rewarded baseline should stay collapsed.
+        """
+    ),
+    code(
+        """
+        from gapo_lite.demo import format_table
+
+        print(format_table(results))
+        print()
+        for name, ok in results["targets"].items():
+            print(f"{'yes' if ok else 'NO ':3s}  {name}")
+        """
+    ),
+    md(
+        """
+        ### Which position of the list gets chosen
+        Share of valid answers by the chosen item's position in the shown list (held-out lists, T = 0.7). The
+        collapsed model piles onto position 1.
+        """
+    ),
+    code(
+        """
+        from pathlib import Path
+        from IPython.display import Image, display
+
+        display(Image(filename=str(Path(OUT_DIR) / "choices.png")))
+        """
+    ),
+    md(
+        """
+        ### JSD to uniform and valid rate at both temperatures
+        """
+    ),
+    code(
+        """
+        import math
+        import matplotlib.pyplot as plt
+        import numpy as np
+        from gapo_lite.demo import LABELS, MODELS
+
+        temperatures = list(results["settings"]["eval_temperatures"])
+
+
+        def at(name, temperature, key):
+            r = results[name] if temperature == temperatures[0] else results[name][f"temperature_{temperature:g}"]
+            return r[key]
+
+
+        COLOURS = {"before": "#888888", "gapo": "#2a7ab9", "grpo_baseline": "#d9822b"}  # as in choices.png
+        fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
+        x = np.arange(len(temperatures))
+        panels = (("heldout_jsd", "held-out JSD to uniform (lower = more uniform)"), ("heldout_valid_rate", "held-out valid rate"))
+        for ax, (key, label) in zip(axes, panels):
+            for k, name in enumerate(MODELS):
+                values = [at(name, t, key) for t in temperatures]
+                offsets = x + (k - 1) * 0.27
+                heights = [v if math.isfinite(v) else 0.0 for v in values]  # NaN: no valid answer to measure; marked n/a
+                ax.bar(offsets, heights, 0.27, label=LABELS[name], color=COLOURS[name])
+                for xo, h, v in zip(offsets, heights, values):
+                    ax.annotate(f"{v:.2f}" if math.isfinite(v) else "n/a", (xo, h), xytext=(0, 2), textcoords="offset points", ha="center", fontsize=7)
+            ax.set_xticks(x)
+            ax.set_xticklabels([f"T = {t:g}" for t in temperatures])
+            ax.set_title(label, fontsize=10)
+        axes[0].axhline(0.1, color="black", linestyle=":", linewidth=1, label="target 0.1")
+        axes[0].legend(fontsize=8)
+        axes[1].set_ylim(0, 1.1)
+        fig.tight_layout()
+        fig.savefig(Path(OUT_DIR) / "jsd_by_temperature.png", dpi=100)
+        plt.close(fig)
+        display(Image(filename=str(Path(OUT_DIR) / "jsd_by_temperature.png")))
+        print(f"wall time {results['wall_seconds']:.0f} s; stages: " + ", ".join(f"{k} {v:.0f} s" for k, v in results["stage_seconds"].items()))
+        """
+    ),
+]
+
+
+def _notebook(cells: list[Cell], prefix: str, metadata: dict) -> nbformat.NotebookNode:
+    nb = v4.new_notebook(metadata=metadata)
+    for i, (kind, source, tags) in enumerate(cells):
+        meta = {"tags": list(tags)} if tags else {}
+        cell = v4.new_markdown_cell(source, metadata=meta) if kind == "md" else v4.new_code_cell(source, metadata=meta)
+        cell["id"] = f"{prefix}-{i:02d}"  # stable ids: the files change only when a cell does
+        nb.cells.append(cell)
+    return nb
+
+
+def build() -> dict[Path, nbformat.NotebookNode]:
+    """Both notebooks, by the path they are written to."""
+    kernel = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    language = {"name": "python"}
+    return {
+        COLAB_PATH: _notebook(COLAB_CELLS, "colab", {"accelerator": "GPU", "colab": {"gpuType": "T4", "provenance": []}, "kernelspec": kernel, "language_info": language}),
+        CPU_PATH: _notebook(CPU_CELLS, "cpu", {"kernelspec": kernel, "language_info": language}),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="only compare with the notebooks on disk")
+    args = parser.parse_args(argv)
+    stale = []
+    for path, nb in build().items():
+        text = nbformat.writes(nb) + "\n"
+        if args.check:
+            if not path.is_file() or path.read_text() != text:
+                stale.append(path)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            print(f"wrote {path.relative_to(ROOT)}")
+    for path in stale:
+        print(f"{path.relative_to(ROOT)} is out of date: run python scripts/build_notebooks.py", file=sys.stderr)
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,284 @@
+"""Beyond the paper: open-ended and arithmetic data, the three recipes, and the miniature experiments (quick mode)."""
+from __future__ import annotations
+
+import json
+import math
+import random
+
+import pytest
+
+from gapo_lite.data.arithmetic import (
+    FORMATS,
+    arithmetic_words,
+    build_arithmetic_dataset,
+    format_clusterer,
+    format_of,
+    format_signature,
+    gsm8k_rows,
+    problems,
+    solution,
+    strict_answer,
+)
+from gapo_lite.data.open_ended import (
+    EVAL_SUITE_OVERLAP,
+    CategoryScorer,
+    build_open_ended_dataset,
+    open_ended_scorer,
+    open_prompt,
+    prompt_words,
+    vocabularies,
+)
+from gapo_lite.rewards import AccuracyDiversityScorer, Group, OpenEndedFrequencyScorer, SemanticScorer
+
+# ---------------------------------------------------------------- open-ended data
+
+
+def test_open_prompt_articles_and_nouns():
+    assert open_prompt("animals") == "Name an animal."
+    assert open_prompt("fruits") == "Name a fruit."
+    assert open_prompt("furniture", suffix=" Answer with the name only.") == "Name a piece of furniture. Answer with the name only."
+    assert open_prompt("instruments") == "Name a musical instrument."
+    with pytest.raises(KeyError, match="no singular noun"):
+        open_prompt("dinosaurs")
+
+
+def test_every_category_has_a_noun_and_prompt_words_cover_items():
+    words = set(prompt_words("all"))
+    for category, items in vocabularies("all").items():
+        open_prompt(category)
+        assert set(items) <= words
+    assert {"Name", "a", "an", "fruit", "piece", "of"} <= words
+
+
+def test_open_ended_dataset_balanced_and_unique_ids():
+    ds = build_open_ended_dataset(45, split="train", seed=3)
+    assert set(ds.column_names) == {"prompt", "category", "prompt_id"}
+    assert len(set(ds["prompt_id"])) == 45
+    counts = {c: ds["category"].count(c) for c in set(ds["category"])}
+    assert len(counts) == 20 and set(counts.values()) <= {2, 3}  # 45 rows over 20 categories: two full passes + 5
+    row = ds[0]
+    assert row["prompt"][0]["content"] == open_prompt(row["category"])
+    assert build_open_ended_dataset(45, split="train", seed=3)["category"] == ds["category"]  # deterministic
+    with pytest.raises(ValueError, match="not in split 'train'"):
+        build_open_ended_dataset(4, split="train", names=["planets_and_moons"])
+
+
+def test_category_scorer_hand_computed():
+    scorer = open_ended_scorer("train")
+    group = Group("g", None, ["Apple", "Sure! Apples.", "Banana", "Dragonfruit"], {"category": "fruits"})
+    assert scorer.answers(group) == ["apple", "apple", "banana", None]
+    L = 24  # fruits has 24 items
+    expected = [1 - 2 / 3 + 1 / L, 1 - 2 / 3 + 1 / L, 1 - 1 / 3 + 1 / L, -1.0]
+    assert scorer(group) == pytest.approx(expected)
+    # the same answer is invalid for another category's prompt
+    assert scorer.answers(Group("h", None, ["Apple"], {"category": "birds"})) == [None]
+    with pytest.raises(KeyError, match="no vocabulary for category 'instruments'"):
+        scorer(Group("x", None, ["Piano"], {"category": "instruments"}))
+    with pytest.raises(KeyError, match="needs the dataset column 'category'"):
+        scorer(Group("x", None, ["Apple"], {}))
+    with pytest.raises(ValueError, match="at least one category"):
+        CategoryScorer({})
+
+
+# ---------------------------------------------------------------- arithmetic data
+
+
+def test_problems_and_formats():
+    pool = problems(9)
+    assert len(pool) == 100 + 55  # every a + b, and a - b with a >= b
+    assert all(a >= b for a, op, b in pool if op == "-")
+    assert [solution((3, "+", 4), f) for f in FORMATS] == ["7", "3 + 4 = 7", "The answer is 7"]
+    assert [format_of(solution((9, "-", 2), f)) for f in FORMATS] == list(FORMATS)
+    assert format_of("3 + 4 = 8") is None  # a false equation is not a solution
+    assert format_of("7 7") is None and format_of("+ 7") is None and format_of("") is None
+    assert strict_answer("  3  +  4 =  7 ") == 7.0 and strict_answer("The answer is 12") == 12.0
+    assert strict_answer("7 7") is None
+    assert format_signature("13 - 4 = 9") == "N - N = N"
+    assert {"What", "is", "?", "+", "-", "=", "The", "answer", "0", "18"} <= set(arithmetic_words(9))
+    with pytest.raises(ValueError, match="unknown operator"):
+        problems(3, ops=("/",))
+
+
+def test_arithmetic_dataset_rows():
+    ds = build_arithmetic_dataset(20, max_operand=3, seed=1)
+    assert set(ds.column_names) == {"prompt", "question", "answer", "prompt_id"}
+    assert len(set(ds["prompt_id"])) == 20
+    for row in ds:
+        a, op, b = row["question"].split()[2:5]
+        assert row["answer"] == (int(a) + int(b) if op == "+" else int(a) - int(b))
+        assert row["prompt"] == [{"role": "user", "content": row["question"]}]
+
+
+def test_accuracy_diversity_with_format_clusters_hand_computed():
+    scorer = AccuracyDiversityScorer(extract_answer=strict_answer, cluster=format_clusterer)
+    group = Group("g", None, ["7", "7", "3 + 4 = 7", "The answer is 7", "8", "3 + 4 = 8"], {"answer": 7})
+    # correct: 0-3; clusters N (2 of 4), equation (1 of 4), sentence (1 of 4); L = G = 6
+    expected = [1 - 0.5 + 1 / 6, 1 - 0.5 + 1 / 6, 1 - 0.25 + 1 / 6, 1 - 0.25 + 1 / 6, -1.0, -1.0]
+    assert scorer(group) == pytest.approx(expected)
+
+
+def test_gsm8k_rows():
+    rows = gsm8k_rows([{"question": "Tom has 3 apples and buys 4. How many?", "answer": "3 + 4 = 7\n#### 7"}])
+    assert rows[0]["prompt"][-1] == {"role": "user", "content": "Tom has 3 apples and buys 4. How many?"}
+    assert rows[0]["prompt"][0]["role"] == "system" and "####" in rows[0]["prompt"][0]["content"]
+    assert rows[0]["answer"] == "3 + 4 = 7\n#### 7" and rows[0]["prompt_id"] == "gsm8k-train-00000"
+    with pytest.raises(KeyError, match="lacks 'question' or 'answer'"):
+        gsm8k_rows([{"question": "x"}])
+
+
+# ---------------------------------------------------------------- recipes
+
+
+def _check_gpu_config(config, output_dir):
+    assert config.model == "Qwen/Qwen2.5-7B-Instruct"
+    assert config.backend == "auto" and config.load_in_4bit and config.use_lora
+    assert config.num_generations == 32 and config.prompts_per_step == 8 and config.learning_rate == 1e-5
+    assert config.output_dir == output_dir
+
+
+def _check_rows(dataset, config, extra=()):
+    assert {"prompt", "prompt_id", *extra} <= set(dataset.column_names)
+    assert len(set(dataset["prompt_id"])) == len(dataset) >= config.prompts_per_step
+    assert dataset[0]["prompt"][-1]["role"] == "user"
+
+
+def test_recipe_open_ended_names():
+    from gapo_lite.training.recipes import load_recipe_file
+
+    recipe = load_recipe_file("open_ended_names")
+    _check_gpu_config(recipe.config, "runs/open_ended_names")
+    _check_rows(recipe.train_dataset, recipe.config, extra=("category",))
+    trained = set(recipe.train_dataset["category"])
+    assert trained == set(recipe.scorer.scorers)
+    assert not trained & set(EVAL_SUITE_OVERLAP) and "numbers" not in trained and len(trained) == 12
+    assert all(isinstance(s, OpenEndedFrequencyScorer) for s in recipe.scorer.scorers.values())
+    row = recipe.train_dataset[0]
+    assert row["prompt"][0]["content"].endswith("Answer with the name only.")
+    first = vocabularies("train")[row["category"]][0]
+    rewards = recipe.scorer(Group("g", row["prompt"], [first, first, "zzz"], {"category": row["category"]}))
+    assert rewards[2] == -1.0 and rewards[0] == rewards[1] > 0
+
+
+def test_recipe_semantic_creative():
+    from gapo_lite.eval.creative import TASKS
+    from gapo_lite.training.recipes import load_recipe_file
+
+    recipe = load_recipe_file("semantic_creative")
+    _check_gpu_config(recipe.config, "runs/semantic_creative")
+    _check_rows(recipe.train_dataset, recipe.config)
+    assert isinstance(recipe.scorer, SemanticScorer)
+    assert recipe.scorer.clusterer.threshold == 0.85 and recipe.scorer.max_chars == 400
+    prompts = {r[0]["content"] for r in recipe.train_dataset["prompt"]}
+    assert len(prompts) == 16 and not prompts & set(TASKS.values())  # the eval suite's tasks stay unseen
+    assert not recipe.scorer.is_valid("") and not recipe.scorer.is_valid("x" * 401)
+
+
+def test_recipe_gsm8k_accuracy_diversity(monkeypatch):
+    import datasets
+
+    from gapo_lite.training.recipes import load_recipe_file
+
+    calls = []
+    fake = datasets.Dataset.from_list([{"question": f"What is {i} + 1?", "answer": f"{i} + 1 = {i + 1}\n#### {i + 1}"} for i in range(30)])
+
+    def load_dataset(name, config_name, split):
+        calls.append((name, config_name, split))
+        return fake
+
+    monkeypatch.setattr(datasets, "load_dataset", load_dataset)
+    recipe = load_recipe_file("gsm8k_accuracy_diversity")
+    assert calls == [("openai/gsm8k", "main", "train")]
+    _check_gpu_config(recipe.config, "runs/gsm8k_accuracy_diversity")
+    assert recipe.config.max_completion_length >= 256
+    _check_rows(recipe.train_dataset, recipe.config, extra=("answer",))
+    assert len(recipe.train_dataset) == 30  # limit = max_steps * prompts_per_step = 2400 > 30 rows
+    assert isinstance(recipe.scorer, AccuracyDiversityScorer) and recipe.scorer.reference_column == "answer"
+    row = recipe.train_dataset[4]
+    group = Group("g", row["prompt"], ["4 + 1 = 5\n#### 5", "#### 6"], {"answer": row["answer"]})
+    assert recipe.scorer.reference(group) == 5.0 and recipe.scorer.correct(group) == [True, False]
+
+
+# ---------------------------------------------------------------- experiments
+
+
+def test_apply_overrides():
+    from gapo_lite.experiments import apply_overrides
+    from gapo_lite.experiments.accuracy import AccuracySettings
+
+    s = apply_overrides(AccuracySettings(), ["rl_steps=7", "baseline=false", "format_shares=0.5,0.25,0.25", "rl_lr=1e-3"])
+    assert (s.rl_steps, s.baseline, s.format_shares, s.rl_lr) == (7, False, (0.5, 0.25, 0.25), 1e-3)
+    with pytest.raises(ValueError, match="unknown setting 'steps'"):
+        apply_overrides(s, ["steps=3"])
+    with pytest.raises(ValueError, match="bad value for baseline"):
+        apply_overrides(s, ["baseline=maybe"])
+
+
+def test_score_samples_hand_computed():
+    from gapo_lite.experiments.accuracy import score_samples
+
+    out = score_samples([(7, ["7", "7", "3 + 4 = 7", "3 + 4 = 8"]), (5, ["5", "5", "6", "1 + 4 = 5 5"])])
+    assert out["accuracy"] == pytest.approx(5 / 8)
+    assert out["lenient_accuracy"] == pytest.approx(6 / 8)  # "1 + 4 = 5 5" ends in the right number but is malformed
+    assert out["formats_per_problem"] == pytest.approx((2 + 1) / 2)
+    h1 = -(2 / 3 * math.log(2 / 3) + 1 / 3 * math.log(1 / 3)) / math.log(3)
+    assert out["format_entropy"] == pytest.approx((h1 + 0.0) / 2)
+    assert out["format_shares"] == pytest.approx({"bare": 4 / 5, "equation": 1 / 5, "sentence": 0.0})
+    assert out["attempt_shares"] == pytest.approx({"bare": 5 / 8, "equation": 2 / 8, "sentence": 0.0})
+    assert out["format_accuracy"]["bare"] == pytest.approx(4 / 5) and out["format_accuracy"]["equation"] == pytest.approx(1 / 2)
+    assert math.isnan(out["format_accuracy"]["sentence"])
+
+
+def test_pretrain_draws_follow_the_shares():
+    from gapo_lite.experiments.accuracy import AccuracySettings, pretrain_draw
+    from gapo_lite.experiments.open_ended import pretrain_draw as open_draw
+
+    rng = random.Random(0)
+    draw = open_draw(0.8)
+    category_of = {open_prompt(c): c for c in vocabularies("all")}
+    pairs = [(category_of[m[0]["content"]], a) for m, a in (draw(rng) for _ in range(2000))]
+    assert all(a in vocabularies("all")[c] for c, a in pairs)
+    assert sum(a == vocabularies("all")[c][0] for c, a in pairs) / 2000 == pytest.approx(0.8, abs=0.03)
+    draw = pretrain_draw(AccuracySettings(format_shares=(0.0, 1.0, 0.0)))
+    messages, text = draw(rng)
+    assert format_of(text) == "equation" and strict_answer(text) is not None
+    with pytest.raises(ValueError, match="format_shares must be 3"):
+        pretrain_draw(AccuracySettings(format_shares=(1.0, 0.0)))
+
+
+def test_validity_baseline_ignores_the_group():
+    from gapo_lite.experiments.open_ended import ValidityBaseline
+
+    baseline = ValidityBaseline(open_ended_scorer("train"))
+    group = Group("g", None, ["Apple", "Apple", "Banana", "Dragonfruit"], {"category": "fruits"})
+    assert baseline(group) == [1.0, 1.0, 1.0, -1.0]
+
+
+def test_open_ended_experiment_quick(tmp_path):
+    from gapo_lite.experiments.open_ended import main
+
+    assert main(["--quick", "--out", str(tmp_path)]) == 0
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert set(results) >= {"before", "gapo", "wall_seconds", "settings", "command"}
+    assert results["command"].startswith("python -m gapo_lite.experiments.open_ended --quick")
+    n = results["settings"]["eval_samples"]
+    for model in ("before", "gapo"):
+        assert set(results[model]) == {"T1/train", "T1/heldout"}
+        for cell in results[model].values():
+            assert 0 <= cell["unique"] <= n and 0 <= cell["valid_rate"] <= 1 and 0 <= cell["favourite_share"] <= cell["valid_rate"]
+            assert all(p["unique"] <= min(n, p["vocabulary_size"]) for p in cell["per_category"].values())
+    assert len(results["before"]["T1/train"]["per_category"]) == 20 and len(results["before"]["T1/heldout"]["per_category"]) == 8
+    assert (tmp_path / "gapo" / "metrics.jsonl").read_text().strip()
+
+
+def test_accuracy_experiment_quick(tmp_path):
+    from gapo_lite.experiments.accuracy import main
+
+    assert main(["--quick", "--out", str(tmp_path)]) == 0
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert set(results) >= {"before", "gapo", "baseline", "wall_seconds", "settings"}
+    for model in ("before", "gapo", "baseline"):
+        cell = results[model]["T1"]
+        assert 0 <= cell["accuracy"] <= cell["lenient_accuracy"] <= 1
+        assert 0 <= cell["formats_per_problem"] <= 3 and 0 <= cell["format_entropy"] <= 1 + 1e-9
+        assert sum(cell["format_shares"].values()) == pytest.approx(1.0) or cell["accuracy"] == 0
+        assert sum(cell["attempt_shares"].values()) <= 1 + 1e-9
