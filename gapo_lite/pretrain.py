@@ -19,6 +19,18 @@ def collapse_targets(num_items: int, first_share: float) -> list[float]:
     return [first_share] + [rest] * (num_items - 1)
 
 
+def adamw_warmup_cosine(model: Any, learning_rate: float, steps: int):
+    """AdamW over the trainable parameters; lr warms up over 5% of ``steps``, then a half cosine to 10%."""
+    import torch
+
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=learning_rate, weight_decay=0.0)
+    warmup = max(1, steps // 20)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda i: min(1.0, (i + 1) / warmup) * (0.55 + 0.45 * math.cos(math.pi * min(1.0, i / steps)))
+    )
+    return optimizer, schedule
+
+
 def pretrain_collapsed(
     model: Any,
     tokenizer: Any,
@@ -56,11 +68,7 @@ ordinary next-token loss on the prompt tokens (what a real LLM is pretrained on)
         missing = [i for i, t in item_ids.items() if t == tokenizer.unk_token_id][:5]
         raise ValueError(f"pretrain_collapsed needs one token per item; not in the vocabulary: {missing}")
     eos = tokenizer.eos_token_id
-    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=learning_rate, weight_decay=0.0)
-    warmup = max(1, steps // 20)
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda i: min(1.0, (i + 1) / warmup) * (0.55 + 0.45 * math.cos(math.pi * min(1.0, i / steps)))
-    )
+    optimizer, schedule = adamw_warmup_cosine(model, learning_rate, steps)
     model.train()
     losses: list[float] = []
     for _ in tqdm(range(steps), desc="pretraining (collapse)", disable=not progress):

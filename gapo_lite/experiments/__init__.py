@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import math
 import random
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
@@ -44,14 +43,12 @@ def supervised_pretrain(
 
     if steps < 1 or batch_size < 1:
         raise ValueError(f"steps and batch_size must be >= 1, got steps={steps}, batch_size={batch_size}")
+    from gapo_lite.pretrain import adamw_warmup_cosine
+
     rng = random.Random(seed)
     torch.manual_seed(seed)
     eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
-    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=learning_rate, weight_decay=0.0)
-    warmup = max(1, steps // 20)
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda i: min(1.0, (i + 1) / warmup) * (0.55 + 0.45 * math.cos(math.pi * min(1.0, i / steps)))
-    )
+    optimizer, schedule = adamw_warmup_cosine(model, learning_rate, steps)
     model.train()
     losses: list[float] = []
     for _ in tqdm(range(steps), desc=desc, disable=not progress):
