@@ -183,20 +183,14 @@ def plot_choices(results: dict[str, Any], path: Path) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", default="runs/demo", help="output folder (default runs/demo)")
-    parser.add_argument("--quick", action="store_true", help="seconds-long smoke version (tiny sizes; figures meaningless)")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="override a DemoSettings field")
+    from gapo_lite.experiments import add_common_arguments
+
+    add_common_arguments(parser, "runs/demo")
 
 
 def run(args: argparse.Namespace) -> int:
-    s = DemoSettings.quick() if args.quick else DemoSettings()
-    fields = {f.name: f.type for f in dataclasses.fields(DemoSettings)}
-    for text in args.overrides:
-        key, _, raw = text.partition("=")
-        if key not in fields:
-            raise ValueError(f"unknown demo setting {key!r}; known: {', '.join(fields)}")
-        current = getattr(s, key)
-        value = tuple(float(x) for x in raw.split(",")) if isinstance(current, tuple) else type(current)(raw)
-        s = dataclasses.replace(s, **{key: value})
+    from gapo_lite.experiments import apply_overrides
+
+    s = apply_overrides(DemoSettings.quick() if args.quick else DemoSettings(), args.overrides, what="demo setting")
     run_demo(args.out, s)
     return 0

@@ -94,7 +94,7 @@ def torch_threads(n: int) -> Iterator[None]:
         torch.set_num_threads(previous)
 
 
-def apply_overrides(settings: S, assignments: Sequence[str]) -> S:
+def apply_overrides(settings: S, assignments: Sequence[str], what: str = "setting") -> S:
     """A copy of a settings dataclass with ``key=value`` assignments (tuples as comma-separated values)."""
     fields = {f.name for f in dataclasses.fields(settings)}  # type: ignore[arg-type]
     changes: dict[str, Any] = {}
@@ -103,7 +103,7 @@ def apply_overrides(settings: S, assignments: Sequence[str]) -> S:
         if not sep:
             raise ValueError(f"--set expects key=value, got {text!r}")
         if key not in fields:
-            raise ValueError(f"unknown setting {key!r}; known: {', '.join(sorted(fields))}")
+            raise ValueError(f"unknown {what} {key!r}; known: {', '.join(sorted(fields))}")
         current = getattr(settings, key)
         try:
             if isinstance(current, bool):
