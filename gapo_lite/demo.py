@@ -1,10 +1,14 @@
 """The miniature GAPO reproduction on CPU: collapse a tiny model, then make it diverse with GAPO.
 
 1. build a tiny Qwen2 whose word-level vocabulary holds every item of every category;
-2. "pretrain" it on list prompts of ALL categories to answer mostly the first item (mode collapse);
-3. train it with GAPO on the TRAINING categories only, and, from the same start, with plain GRPO and a
+2. "pretrain" it on list prompts of ALL categories: first to copy an item of the list (uniform target),
+   then to answer mostly the first item (mode collapse), so that it starts where the paper's models do:
+   almost always valid, and collapsed;
+3. read the start's mode pressure (``gapo_lite.diagnostics``): is it valid often enough for GAPO to spread it?
+4. train it with GAPO on the TRAINING categories only, and, from the same start, with plain GRPO and a
    per-sample validity reward (the baseline);
-4. measure all three on held-out and training categories at T = 0.7 (the paper's) and T = 1.0.
+5. measure all three on held-out and training categories at T = 0.7 (the paper's) and T = 1.0; plot the
+   answers by list position and the training curves.
 """
 from __future__ import annotations
 
@@ -28,12 +32,14 @@ class DemoSettings:
     hidden_size: int = 128
     num_layers: int = 2
     num_heads: int = 8
-    pretrain_steps: int = 1500
+    copy_steps: int = 2000
+    copy_lr: float = 3e-3
+    pretrain_steps: int = 150
     pretrain_batch: int = 32
-    pretrain_lr: float = 3e-3
+    pretrain_lr: float = 1e-3
     first_share: float = 0.8
     mixed_share: float = 0.5
-    rl_steps: int = 300
+    rl_steps: int = 200
     prompts_per_step: int = 8
     num_generations: int = 32
     rl_lr: float = 3e-4
@@ -46,7 +52,7 @@ class DemoSettings:
 
     @classmethod
     def quick(cls) -> "DemoSettings":
-        return cls(hidden_size=32, num_heads=4, pretrain_steps=30, pretrain_batch=16, rl_steps=3, prompts_per_step=2, num_generations=4, eval_lists=2, eval_samples=8)
+        return cls(hidden_size=32, num_heads=4, copy_steps=20, pretrain_steps=10, pretrain_batch=16, rl_steps=3, prompts_per_step=2, num_generations=4, eval_lists=2, eval_samples=8)
 
 
 def _measure(model: Any, tokenizer: Any, s: DemoSettings) -> dict[str, Any]:
@@ -62,6 +68,7 @@ def _measure(model: Any, tokenizer: Any, s: DemoSettings) -> dict[str, Any]:
             r = run_lists(model, tokenizer, settings, num_lists=s.eval_lists, split=split)
             row.update(
                 {
+                    f"{split}_pressure": r["pressure"],
                     f"{split}_jsd": r["mean_jsd"],
                     f"{split}_valid_rate": r["mean_valid_rate"],
                     f"{split}_unique": sum(sum(1 for c in lst["counts"].values() if c) for lst in r["lists"]) / len(r["lists"]),
@@ -72,6 +79,12 @@ def _measure(model: Any, tokenizer: Any, s: DemoSettings) -> dict[str, Any]:
         out[f"T{temperature:g}"] = row
     main = out.pop(f"T{s.eval_temperatures[0]:g}")
     return {**main, **{f"temperature_{k[1:]}": v for k, v in out.items()}}
+
+
+def start_line(before: dict[str, Any], temperature: float) -> str:
+    """One line on the starting model: valid rate, dominant share, and whether GAPO is expected to spread it."""
+    p = before["heldout_pressure"]
+    return f"start (held-out, T={temperature:g}; {p['prompts_spreading']}/{p['prompts']} prompts with negative pressure): {p['verdict']}"
 
 
 def _rl_config(s: DemoSettings, start: Path, out: Path, reward: str):
@@ -104,19 +117,21 @@ def run_demo(out_dir: str | Path = "runs/demo", settings: DemoSettings | None = 
     t0 = time.perf_counter()
     stages: dict[str, float] = {}
 
-    print("[1/4] building and pretraining a collapsed tiny model (all categories)")
+    print("[1/5] building and pretraining a collapsed tiny model (all categories)")
     base = build_tiny_model(out / "base_model", hidden_size=s.hidden_size, num_layers=s.num_layers, num_heads=s.num_heads, num_kv_heads=s.num_heads, seed=s.seed)
     model, tok = load_model(base, lora=None)
-    pretrain_collapsed(model, tok, steps=s.pretrain_steps, batch_size=s.pretrain_batch, first_share=s.first_share, learning_rate=s.pretrain_lr,
-        mixed_share=s.mixed_share, seed=s.seed)
+    pretrain_collapsed(model, tok, copy_steps=s.copy_steps, copy_learning_rate=s.copy_lr, steps=s.pretrain_steps, batch_size=s.pretrain_batch,
+                       first_share=s.first_share, learning_rate=s.pretrain_lr, mixed_share=s.mixed_share, seed=s.seed)
     start = out / "pretrained"
     model.save_pretrained(start)
     tok.save_pretrained(start)
     stages["pretrain"] = time.perf_counter() - t0
 
     results: dict[str, Any] = {"before": _measure(model, tok, s)}
-    for step, (name, reward) in enumerate((("gapo", "gapo"), ("grpo_baseline", "validity")), start=2):
-        print(f"[{step}/4] {LABELS[name]}: {s.rl_steps} steps on training categories only")
+    results["start"] = {"temperature": s.eval_temperatures[0], **{k: v for k, v in results["before"]["heldout_pressure"].items() if k != "lists"}}
+    print("[2/5] " + start_line(results["before"], s.eval_temperatures[0]))
+    for step, (name, reward) in enumerate((("gapo", "gapo"), ("grpo_baseline", "validity")), start=3):
+        print(f"[{step}/5] {LABELS[name]}: {s.rl_steps} steps on training categories only")
         t = time.perf_counter()
         result = train(_rl_config(s, start, out / name, reward))
         stages[name] = time.perf_counter() - t
@@ -128,9 +143,10 @@ def run_demo(out_dir: str | Path = "runs/demo", settings: DemoSettings | None = 
     results["targets"] = targets(results)
     (out / "results.json").write_text(json.dumps(results, indent=2))
     plot_choices(results, out / "choices.png")
-    print("[4/4] results")
+    plot_curves({LABELS[name]: out / name / "metrics.jsonl" for name in ("gapo", "grpo_baseline")}, out / "curves.png")
+    print("[5/5] results")
     print(format_table(results))
-    print(f"wrote {out / 'results.json'} and {out / 'choices.png'} in {results['wall_seconds']:.0f} s")
+    print(f"wrote {out / 'results.json'}, {out / 'choices.png'} and {out / 'curves.png'} in {results['wall_seconds']:.0f} s")
     return results
 
 
@@ -177,6 +193,45 @@ def plot_choices(results: dict[str, Any], path: Path) -> None:
     axes[0].set_ylabel("share of valid answers")
     axes[0].legend()
     fig.suptitle("Held-out categories (never trained with RL), 8-item lists, T = 0.7")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+CURVES = (("distinct_per_group", "distinct valid answers per group"), ("group_entropy", "group entropy (bits)"), ("valid_rate", "valid rate"))
+
+
+def read_curves(metrics_path: Path) -> dict[str, tuple[list[int], list[float]]]:
+    """Per-step series of the hook's group metrics from a run's ``metrics.jsonl`` (keyed by metric suffix)."""
+    from gapo_lite.training.logging import read_metrics
+
+    series: dict[str, tuple[list[int], list[float]]] = {key: ([], []) for key, _ in CURVES}
+    for row in read_metrics(metrics_path):
+        for name, value in row.items():
+            key = name.rsplit("/", 1)[-1]
+            if "/" in name and key in series:
+                series[key][0].append(row["step"])
+                series[key][1].append(value)
+    return series
+
+
+def plot_curves(runs: dict[str, Path], path: Path) -> None:
+    """Group distinct answers, group entropy and valid rate per training step, one line per run."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(CURVES), figsize=(13, 3.6))
+    for label, metrics_path in runs.items():
+        series = read_curves(metrics_path)
+        for ax, (key, title) in zip(axes, CURVES):
+            steps, values = series[key]
+            ax.plot(steps, values, label=label, color="#2a7ab9" if label == LABELS["gapo"] else "#d9822b")
+            ax.set_title(title)
+            ax.set_xlabel("RL step")
+    axes[0].legend()
+    fig.suptitle("During RL (training categories, groups of the sampled completions)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -39,28 +39,64 @@ def pretrain_collapsed(
     batch_size: int = 64,
     first_share: float = 0.8,
     learning_rate: float = 3e-3,
+    copy_steps: int = 0,
+    copy_learning_rate: float | None = None,
     min_items: int = 4,
     max_items: int = 12,
     mixed_share: float = 0.0,
     lm_weight: float = 1.0,
     seed: int = 0,
     progress: bool = True,
+    pool: dict[str, list[str]] | None = None,
 ) -> list[float]:
     """Train ``model`` on list prompts of ALL categories to answer the first item with ``first_share``.
 
-    The answer position gets a soft cross-entropy target (``collapse_targets``) and the token after the
-    answer is trained to be end-of-turn. A ``mixed_share`` of the lists draws items from all categories,
-    which rewards copying from the prompt over guessing the category's words. ``lm_weight`` adds the
-ordinary next-token loss on the prompt tokens (what a real LLM is pretrained on). The learning rate warms up over 5% of the steps, then decays on a
-    cosine to 10% of ``learning_rate``. Returns the loss per step.
+    Two phases, each with its own schedule: ``copy_steps`` with a UNIFORM target over the list's items (the
+    model learns to copy an item from the prompt, rather than guess a word of the category), then ``steps``
+    with the collapsed target (``collapse_targets``). The answer position gets a soft cross-entropy target
+    and the token after the answer is trained to be end-of-turn. A ``mixed_share`` of the lists draws items
+    from all categories. ``lm_weight`` adds the ordinary next-token loss on the prompt tokens (what a real
+    LLM is pretrained on). In each phase the learning rate warms up over 5% of its steps, then decays on a
+    cosine to 10%. ``pool`` (category -> items) replaces the kit's categories, e.g. for a seconds-long test.
+    Returns the loss per step of both phases.
     """
+    if steps < 0 or copy_steps < 0 or steps + copy_steps < 1:
+        raise ValueError(f"need steps >= 0, copy_steps >= 0 and at least one step, got steps={steps}, copy_steps={copy_steps}")
+    collapse_targets(2, first_share)  # validates first_share before any training
+    losses: list[float] = []
+    phases = [(copy_steps, None, copy_learning_rate or learning_rate, "pretraining 1/2 (copy)"), (steps, first_share, learning_rate, "pretraining 2/2 (collapse)")]
+    for i, (n, share, lr, desc) in enumerate(p for p in phases if p[0] > 0):
+        losses += _train_list_answers(model, tokenizer, steps=n, batch_size=batch_size, first_share=share, learning_rate=lr, min_items=min_items,
+                                      max_items=max_items, mixed_share=mixed_share, lm_weight=lm_weight, seed=seed + 1000 * i, progress=progress, desc=desc,
+                                      pool=pool)
+    return losses
+
+
+def _train_list_answers(
+    model: Any,
+    tokenizer: Any,
+    *,
+    steps: int,
+    batch_size: int,
+    first_share: float | None,
+    learning_rate: float,
+    min_items: int,
+    max_items: int,
+    mixed_share: float,
+    lm_weight: float,
+    seed: int,
+    progress: bool,
+    desc: str,
+    pool: dict[str, list[str]] | None,
+) -> list[float]:
+    """One phase: the answer's soft target is ``collapse_targets(first_share)``, or uniform when ``first_share`` is None."""
     import torch
     import torch.nn.functional as F
     from tqdm.auto import tqdm
 
     rng = random.Random(seed)
     torch.manual_seed(seed)
-    pool = categories("all")
+    pool = categories("all") if pool is None else pool
     names = sorted(pool)
     everything = sorted({item for items in pool.values() for item in items})
     item_ids = {item: tokenizer.convert_tokens_to_ids(item) for items in pool.values() for item in items}
@@ -71,7 +107,7 @@ ordinary next-token loss on the prompt tokens (what a real LLM is pretrained on)
     optimizer, schedule = adamw_warmup_cosine(model, learning_rate, steps)
     model.train()
     losses: list[float] = []
-    for _ in tqdm(range(steps), desc="pretraining (collapse)", disable=not progress):
+    for _ in tqdm(range(steps), desc=desc, disable=not progress):
         texts, targets = [], []
         for _ in range(batch_size):
             category = rng.choice(names)
@@ -81,7 +117,7 @@ ordinary next-token loss on the prompt tokens (what a real LLM is pretrained on)
             else:
                 items = rng.sample(pool[category], k)
             prompt = [{"role": "user", "content": format_prompt(items, category, rng.choice(TEMPLATES))}]
-            dist = collapse_targets(len(items), first_share)
+            dist = [1.0 / len(items)] * len(items) if first_share is None else collapse_targets(len(items), first_share)
             answer = rng.choices(items, weights=dist)[0]
             texts.append(render_prompt(tokenizer, prompt) + answer)
             targets.append((items, dist))

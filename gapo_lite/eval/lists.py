@@ -133,4 +133,39 @@ def run_lists(
                 shown.append(order)
                 samples.append({"list_id": lst.list_id, "order": k, "completion": text, "choice": choice})
         per_list.append({"list_id": lst.list_id, "category": lst.category, "items": list(lst.items), "orders": [list(o) for o in lst.orders], **score_list(choices, shown, lst.items)})
-    return {"lists": per_list, **summarize(per_list), "template": template, "num_orders": num_orders, "samples": samples}
+    return {"lists": per_list, **summarize(per_list), "pressure": pressure_by_prompt(per_list, samples), "template": template, "num_orders": num_orders, "samples": samples}
+
+
+def pressure_by_prompt(per_list: list[dict[str, Any]], samples: list[dict[str, Any]], invalid_reward: float = -1.0) -> dict[str, Any]:
+    """The mode-pressure diagnostic (:mod:`gapo_lite.diagnostics`) per list and overall.
+
+    GAPO's groups are the samples of ONE prompt, so the pressure is read per shown prompt (a list in one
+    order: a model that always answers the first position has a different favourite in each order), then
+    averaged over a list's orders and over lists."""
+    from gapo_lite.diagnostics import mean_reading, read_pressure, verdict
+
+    by_prompt: dict[tuple[str, int], list[str | None]] = {}
+    for s in samples:
+        by_prompt.setdefault((s["list_id"], s["order"]), []).append(s["choice"])
+    lists_out, readings = [], []
+    for lst in per_list:
+        items = lst["items"]
+        mine = []
+        for (list_id, _), choices in sorted(by_prompt.items()):
+            if list_id == lst["list_id"]:
+                counts = [sum(c == item for c in choices) for item in items]
+                reading = read_pressure(counts, len(choices) - sum(counts), invalid_reward)
+                if reading is not None:
+                    mine.append(reading)
+        readings += mine
+        mean = mean_reading(mine).__dict__ if mine else None
+        lists_out.append({"list_id": lst["list_id"], "prompts_spreading": sum(r.spreads for r in mine), "prompts": len(mine), **(mean or {})})
+    overall = mean_reading(readings) if readings else None
+    return {
+        "invalid_reward": invalid_reward,
+        "lists": lists_out,
+        "mean": overall.__dict__ if overall else None,
+        "prompts_spreading": sum(r.spreads for r in readings),
+        "prompts": len(readings),
+        "verdict": verdict(overall) if overall else "No valid answer was sampled: GAPO has nothing to spread (every completion scores the invalid reward).",
+    }

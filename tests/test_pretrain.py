@@ -1,0 +1,71 @@
+"""The demo's pretraining recipe on a small pool: it learns to copy an item of the list, then collapses onto the first."""
+import random
+
+import pytest
+
+from gapo_lite.data import categories, format_prompt, parse_choice
+from gapo_lite.models import load_model
+from gapo_lite.pretrain import collapse_targets, pretrain_collapsed
+from gapo_lite.sampling import sample_completions
+from gapo_lite.tiny import build_tiny_model
+
+NAMES = ("animals", "colors", "fruits", "tools")
+
+
+def _pool() -> dict[str, list[str]]:
+    everything = categories("all")
+    return {name: everything[name][:8] for name in NAMES if name in everything}
+
+
+def _measure(model, tok, pool, seed=7):
+    """Valid rate and share of the first shown item over fresh 4-item lists of the pool (T = 0.7, sampled)."""
+    rng = random.Random(seed)
+    lists = [rng.sample(pool[name], 4) for name in sorted(pool) for _ in range(4)]
+    prompts = [[{"role": "user", "content": format_prompt(items, "x")}] for items in lists]
+    outs = sample_completions(model, tok, prompts, n=24, temperature=0.7, max_new_tokens=2, seed=seed, progress=False)
+    choices = [(parse_choice(text, items), items) for items, texts in zip(lists, outs) for text in texts]
+    valid = [(c, items) for c, items in choices if c is not None]
+    return len(valid) / len(choices), sum(c == items[0] for c, items in valid) / max(1, len(valid))
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    import torch
+
+    torch.set_num_threads(1)
+    pool = _pool()
+    assert len(pool) == len(NAMES), f"expected categories {NAMES} in the word lists, got {sorted(pool)}"
+    path = build_tiny_model(tmp_path_factory.mktemp("m") / "tiny", hidden_size=64, num_layers=2, num_heads=4, num_kv_heads=4, seed=0)
+    return path, pool
+
+
+def test_copy_phase_then_collapse_phase(tiny):
+    path, pool = tiny
+    model, tok = load_model(path, lora=None)
+    before = _measure(model, tok, pool)
+    pretrain_collapsed(model, tok, copy_steps=250, steps=0, batch_size=32, learning_rate=3e-3, min_items=3, max_items=5,
+                       mixed_share=0.5, pool=pool, progress=False)
+    valid, first = _measure(model, tok, pool)
+    assert before[0] < 0.5, f"an untrained model should rarely answer an item of the list, got valid {before[0]:.2f}"
+    assert valid >= 0.9, f"after the copy phase the model should copy an item of the list, got valid {valid:.2f}"
+    assert first < 0.5, f"the copy phase has a uniform target, yet the first item got {first:.2f} of valid answers"
+    pretrain_collapsed(model, tok, steps=60, batch_size=32, first_share=0.8, learning_rate=1e-3, min_items=3, max_items=5,
+                       mixed_share=0.5, pool=pool, progress=False)
+    valid, first = _measure(model, tok, pool)
+    assert valid >= 0.9 and first >= 0.6, f"after collapsing: valid {valid:.2f}, first-item share {first:.2f}"
+
+
+def test_bad_arguments_are_named(tiny):
+    path, pool = tiny
+    model, tok = load_model(path, lora=None)
+    with pytest.raises(ValueError, match="first_share"):
+        pretrain_collapsed(model, tok, steps=1, first_share=0.0, pool=pool, progress=False)
+    with pytest.raises(ValueError, match="at least one step"):
+        pretrain_collapsed(model, tok, steps=0, copy_steps=0, pool=pool, progress=False)
+    with pytest.raises(ValueError, match="not in the vocabulary"):
+        pretrain_collapsed(model, tok, steps=1, pool={"made_up": ["Zyzzyva", "Qwxl", "Blorf"]}, min_items=2, max_items=3, progress=False)
+
+
+def test_collapse_targets_by_hand():
+    assert collapse_targets(4, 0.7) == pytest.approx([0.7, 0.1, 0.1, 0.1])
+    assert collapse_targets(1, 0.3) == [1.0]
