@@ -323,7 +323,7 @@ COLAB_CELLS: list[Cell] = [
         """
         import matplotlib.pyplot as plt
         from IPython.display import Image, display
-        from gapo_lite.training.logging import read_metrics
+        from gapo_lite.training.callbacks import read_metrics
 
         rows = [r for r in read_metrics(result.metrics_path) if "reward" in r]
         keys = ["reward", "reward_std"] + sorted({k for r in rows for k in r if k.startswith("gapo_frequency/")})
