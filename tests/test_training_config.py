@@ -80,3 +80,23 @@ def test_plan_for_config_gives_trl_valid_chunking():
     assert args.generation_batch_size == 256 and args.steps_per_generation == plan.steps_per_generation
     roomy = plan_for_config(TrainConfig(model="qwen2.5-7b", memory_budget_gb=80))
     assert roomy.chunk_size >= plan.chunk_size
+
+
+def test_32b_recipe_states_the_smallest_budget_the_planner_accepts():
+    """The figure in recipes/qwen32b_lists.py is the planner's, at the recipe's own settings (so it cannot drift)."""
+    import re
+
+    from gapo_lite.memory import GIB, MemoryPlanError, ModelSpec, PlanSettings, minimum_budget_bytes, plan_memory
+    from gapo_lite.training.recipes import load_recipe_file
+
+    recipe = load_recipe_file("qwen32b_lists")
+    text = recipe.path.read_text()
+    stated = float(re.search(r"Smallest budget the planner accepts for this recipe: ([\d.]+) GiB", text).group(1))
+    c = recipe.config
+    settings = dict(quantization="4bit", lora_rank=c.lora_r, num_generations=c.num_generations, prompts_per_step=c.prompts_per_step,
+                    prompt_tokens=128, completion_tokens=c.max_completion_length, backend="unsloth", optimizer="adamw_8bit")
+    assert stated == round(minimum_budget_bytes(ModelSpec.builtin(c.model), PlanSettings(**settings)) / GIB, 2)
+    spec = ModelSpec.builtin(c.model)
+    assert plan_memory(spec, budget_bytes=int((stated + 0.01) * GIB), **settings).fits
+    with pytest.raises(MemoryPlanError):
+        plan_memory(spec, budget_bytes=int((stated - 0.01) * GIB), **settings)

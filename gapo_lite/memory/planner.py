@@ -264,15 +264,15 @@ def _generation_transient(spec: ModelSpec, s: PlanSettings) -> int:
     return max(prefill - not_yet_cached, decode)
 
 
-def vllm_reserved_bytes(s: PlanSettings, budget: int) -> int:
+def vllm_reserved_bytes(s: PlanSettings, budget: int | None) -> int:
     """vLLM's reservation: ``gpu_memory_utilization`` x the GPU's total memory (the budget when that is not given)."""
-    return int(s.gpu_memory_utilization * (s.gpu_total_bytes or budget))
+    return int(s.gpu_memory_utilization * (s.gpu_total_bytes or budget or 0))
 
 
 def _vllm_pool(spec: ModelSpec, s: PlanSettings, budget: int | None) -> int:
     if not s.fast_inference:
         return 0
-    if budget is None:
+    if budget is None and s.gpu_total_bytes is None:
         raise ValueError("planning vLLM's share needs the budget or the GPU's total memory")
     reserved, weights = vllm_reserved_bytes(s, budget), _weights(spec, s)
     if reserved <= weights:
