@@ -100,3 +100,37 @@ def test_32b_recipe_states_the_smallest_budget_the_planner_accepts():
     assert plan_memory(spec, budget_bytes=int((stated + 0.01) * GIB), **settings).fits
     with pytest.raises(MemoryPlanError):
         plan_memory(spec, budget_bytes=int((stated - 0.01) * GIB), **settings)
+
+
+def test_prompt_tokens_are_measured_from_the_dataset(tiny_model_path):
+    """The planner's prompt length is the dataset's longest prompt through the real tokenizer (not 256)."""
+    from gapo_lite.data import build_list_dataset
+    from gapo_lite.models import load_tokenizer
+    from gapo_lite.training.planning import measure_prompt_tokens
+
+    tok = load_tokenizer(tiny_model_path)
+    dataset = build_list_dataset(40, seed=3)
+    # independently: the chat template's own tokenisation of every row
+    lengths = [len(tok.apply_chat_template(row["prompt"], add_generation_prompt=True, tokenize=True, return_dict=True)["input_ids"]) for row in dataset]
+    assert measure_prompt_tokens(tok, dataset) == max(lengths)
+    assert measure_prompt_tokens(tok, dataset, sample=1) == lengths[0]
+    assert 20 < max(lengths) < 256
+    with pytest.raises(ValueError, match="empty"):
+        measure_prompt_tokens(tok, dataset.select([]))
+
+
+def test_cuda_chunking_plans_with_the_measured_prompts_and_the_real_backend():
+    import dataclasses
+
+    from gapo_lite.training.hardware import resolve_hardware
+    from gapo_lite.training.trainer import resolve_chunk_size
+
+    config = TrainConfig(model="qwen2.5-7b", memory_budget_gb=24, max_completion_length=32)
+    gpu = dataclasses.replace(resolve_hardware(config), cuda=True, backend="unsloth", precision="unsloth", optim="adamw_8bit",
+                              gradient_checkpointing=True, load_in_4bit=True)
+    chunk, table, extras = resolve_chunk_size(config, gpu, prompt_tokens=90)
+    assert "90 prompt + 32 completion tokens" in table and "backend unsloth" in table
+    assert extras == {"unsloth_grpo_mini_batch": 1}
+    assert 256 % chunk == 0
+    cpu_chunk, cpu_table, cpu_extras = resolve_chunk_size(config, resolve_hardware(config))
+    assert (cpu_chunk, cpu_table, cpu_extras) == (256, None, {})  # CPU: one pass, no plan

@@ -25,7 +25,8 @@ def measure_prompt_tokens(tokenizer: Any, dataset: Any, sample: int = 256) -> in
         raise ValueError("cannot measure prompt lengths of an empty dataset")
     if sample < 1:
         raise ValueError(f"sample must be >= 1, got {sample}")
-    indices = sorted({round(i * (n - 1) / max(1, sample - 1)) for i in range(min(sample, n))})
+    k = min(sample, n)
+    indices = sorted({round(i * (n - 1) / max(1, k - 1)) for i in range(k)})
     lengths = [len(tokenizer(prompt_text(tokenizer, dataset[i]["prompt"]), add_special_tokens=False)["input_ids"]) for i in indices]
     return max(lengths)
 
