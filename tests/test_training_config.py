@@ -128,9 +128,10 @@ def test_cuda_chunking_plans_with_the_measured_prompts_and_the_real_backend():
     config = TrainConfig(model="qwen2.5-7b", memory_budget_gb=24, max_completion_length=32)
     gpu = dataclasses.replace(resolve_hardware(config), cuda=True, backend="unsloth", precision="unsloth", optim="adamw_8bit",
                               gradient_checkpointing=True, load_in_4bit=True)
-    chunk, table, extras = resolve_chunk_size(config, gpu, prompt_tokens=90)
-    assert "90 prompt + 32 completion tokens" in table and "backend unsloth" in table
-    assert extras == {"unsloth_grpo_mini_batch": 1}
-    assert 256 % chunk == 0
-    cpu_chunk, cpu_table, cpu_extras = resolve_chunk_size(config, resolve_hardware(config))
-    assert (cpu_chunk, cpu_table, cpu_extras) == (256, None, {})  # CPU: one pass, no plan
+    chunking = resolve_chunk_size(config, gpu, prompt_tokens=90)
+    assert "90 prompt + 32 completion tokens" in chunking.table and "backend unsloth" in chunking.table
+    assert chunking.plan.settings["optimizer"] == "adamw_8bit" and chunking.plan.chunk_size == chunking.chunk_size
+    assert chunking.extras == {"unsloth_grpo_mini_batch": 1}
+    assert 256 % chunking.chunk_size == 0
+    cpu = resolve_chunk_size(config, resolve_hardware(config))
+    assert (cpu.chunk_size, cpu.table, cpu.extras) == (256, None, {})  # CPU: one pass, no plan

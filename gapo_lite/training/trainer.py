@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +39,21 @@ def make_scorer(config: TrainConfig):
     raise ValueError(f"unknown reward {config.reward!r}")
 
 
-def resolve_chunk_size(
-    config: TrainConfig, hardware: HardwarePlan, prompt_tokens: int | None = None, already_allocated: int = 0
-) -> tuple[int, str | None, dict[str, Any]]:
-    """Completions per forward/backward pass, the plan's table, and the plan's Unsloth-only GRPOConfig fields.
+@dataclass(frozen=True)
+class Chunking:
+    """Completions per forward/backward pass, the memory plan behind it (CUDA only) and its Unsloth-only GRPOConfig fields."""
+
+    chunk_size: int
+    plan: Any = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def table(self) -> str | None:
+        return self.plan.format_table() if self.plan is not None else None
+
+
+def resolve_chunk_size(config: TrainConfig, hardware: HardwarePlan, prompt_tokens: int | None = None, already_allocated: int = 0) -> Chunking:
+    """How ``config``'s generation batch is cut into forward/backward passes on ``hardware``.
 
     ``config.chunk_size`` wins; on a CPU one pass per process (memory is not the constraint); on CUDA the
     memory plan for ``hardware`` with ``prompt_tokens`` measured from the dataset and ``already_allocated``
@@ -55,16 +66,15 @@ def resolve_chunk_size(
     if config.chunk_size is not None:
         if per_process % config.chunk_size:
             raise ValueError(f"chunk_size={config.chunk_size} must divide the per-process generation batch {per_process}")
-        return config.chunk_size, None, {}
+        return Chunking(config.chunk_size)
     if not hardware.cuda:
-        return per_process, None, {}
+        return Chunking(per_process)
     from gapo_lite.training.planning import DEFAULT_PROMPT_TOKENS, plan_for_config
 
     plan = plan_for_config(config, config.model, prompt_tokens or DEFAULT_PROMPT_TOKENS, already_allocated, hardware=hardware)
-    table = plan.format_table()
-    print(table)
+    print(plan.format_table())
     extras = {k: v for k, v in plan.grpo_kwargs().items() if k.startswith("unsloth_")}
-    return plan.chunk_size, table, extras
+    return Chunking(plan.chunk_size, plan, extras)
 
 
 def load_for_config(config: TrainConfig, hardware: HardwarePlan) -> tuple[Any, Any]:
@@ -116,8 +126,9 @@ def build_trainer(
 
         prompt_tokens = measure_prompt_tokens(tokenizer, train_dataset)
         allocated = torch.cuda.memory_allocated()
-    chunk_size, table, extras = resolve_chunk_size(config, hardware, prompt_tokens, allocated)
-    args = grpo_args(config, chunk_size, extras, hardware)
+    chunking = resolve_chunk_size(config, hardware, prompt_tokens, allocated)
+    chunk_size = chunking.chunk_size
+    args = grpo_args(config, chunk_size, chunking.extras, hardware)
     hook = GroupReward(scorer if scorer is not None else make_scorer(config), num_generations=config.num_generations)
     config.save(out / "config.yaml")
     trainer = gapo_trainer_class()(
@@ -128,7 +139,8 @@ def build_trainer(
         train_dataset=train_dataset,
         callbacks=[CompleteCheckpointCallback(), JsonlMetricsCallback(out / "metrics.jsonl"), *callbacks],
     )
-    trainer.gapo_plan_table = table
+    trainer.gapo_plan_table = chunking.table
+    trainer.gapo_plan = chunking.plan
     trainer.gapo_prompts_per_step = config.prompts_per_step
     trainer.gapo_hardware = hardware
     print(
