@@ -218,7 +218,8 @@ def format_results(rows: list[dict[str, Any]]) -> str:
         step = f"{r['step_seconds']:.1f}" if isinstance(r.get("step_seconds"), (int, float)) else "-"
         tps = f"{r['tokens_per_second']:.0f}" if isinstance(r.get("tokens_per_second"), (int, float)) else "-"
         chunk = str(r.get("chunk_size", "-"))
-        lines.append(f"{r['model']:<14}{r['backend']:<14}{r.get('stage', 'pair'):<7}{gib(peak):>14}{gib(est):>10}{ratio:>10}{chunk:>7}{step:>9}{tps:>11}  {r.get('status', '')}")
+        name = f"{r['model']:<14}{r['backend']:<14}{r.get('stage', 'pair'):<7}"
+        lines.append(f"{name}{gib(peak):>14}{gib(est):>10}{ratio:>10}{chunk:>7}{step:>9}{tps:>11}  {r.get('status', '')}")
     return "\n".join(lines)
 
 

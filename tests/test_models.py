@@ -145,8 +145,9 @@ def test_vllm_wiring_reaches_unsloth_like_its_notebooks(tiny_model_path, monkeyp
 
 
 def test_vllm_is_an_optional_extra():
-    import tomllib
     from pathlib import Path
+
+    import tomllib
 
     project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]
     extras = project["optional-dependencies"]

@@ -15,7 +15,8 @@ def test_defaults_are_the_papers():
 
 
 def test_overrides_parse_types():
-    c = TrainConfig().with_overrides(["num_generations=16", "learning_rate=3e-4", "use_lora=false", "chunk_size=none", "lora_target_modules=q_proj, v_proj", "report_to=tensorboard"])
+    c = TrainConfig().with_overrides(["num_generations=16", "learning_rate=3e-4", "use_lora=false", "chunk_size=none",
+                                      "lora_target_modules=q_proj, v_proj", "report_to=tensorboard"])
     assert c.num_generations == 16 and c.learning_rate == 3e-4 and c.use_lora is False and c.chunk_size is None
     assert c.lora_target_modules == ("q_proj", "v_proj") and c.report_to == "tensorboard"
 
