@@ -157,11 +157,14 @@ def test_train_stage_runs_the_recipe_with_a_capped_budget():
     worker = importlib.util.spec_from_file_location("gpu_check_worker", SCRIPT.parent / "gpu_check_worker.py")
     module = importlib.util.module_from_spec(worker)
     worker.loader.exec_module(module)
-    args = argparse.Namespace(model_dir=Path("/x/7b"), backend="unsloth", steps=2, out_dir=Path("/x/out"), prompts_per_step=8,
+    args = argparse.Namespace(model_dir=Path("/x/7b"), backend="unsloth", steps=2, out_dir=Path("/x/out"), prompts_per_step=1,
                               num_generations=32, train_budget_gb=40.0, completion_tokens=256, lora_rank=64)
     config = load_recipe_file("qwen7b_lists").config.with_overrides(module.train_overrides(args, cuda=True))
     assert (config.model, config.backend, config.max_steps, config.save_steps, config.memory_budget_gb) == ("/x/7b", "unsloth", 2, 2, 40.0)
-    assert (config.num_generations, config.prompts_per_step, config.max_completion_length, config.lora_r) == (32, 8, 32, 64)  # the recipe's
+    # the recipe's own settings on a GPU (not the pair stage's 1 prompt and 256 tokens)
+    assert (config.num_generations, config.prompts_per_step, config.max_completion_length, config.lora_r, config.load_in_4bit) == (32, 8, 32, 64, True)
+    dry = load_recipe_file("qwen7b_lists").config.with_overrides(module.train_overrides(args, cuda=False))
+    assert (dry.prompts_per_step, dry.load_in_4bit, dry.memory_budget_gb) == (1, False, None)
 
 
 def test_no_gpu_without_dry_run_is_refused(script, capsys):
