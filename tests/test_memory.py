@@ -290,3 +290,19 @@ def test_cli_table_and_failure(capsys):
     assert "does not fit" in captured.err
     assert main(["plan", "--model", "nonesuch-3b", "--budget-gb", "24"]) == 2
     assert "known models" in capsys.readouterr().err
+
+
+def test_cli_plans_the_optimizer_and_vllm_that_run(capsys):
+    from gapo_lite.cli import main
+
+    spec = ModelSpec.builtin("qwen2.5-7b")
+    assert main(["plan", "--model", "qwen2.5-7b", "--budget-gb", "80", "--json"]) == 0
+    default = json.loads(capsys.readouterr().out)
+    # train() uses adamw_8bit on CUDA, so the plan does by default: fp32 param + grad (8 bytes) + two 1-byte states
+    assert default["terms"]["lora_params_and_optimizer"] == lora_parameter_count(spec, 64) * 10
+    assert main(["plan", "--model", "qwen2.5-7b", "--budget-gb", "80", "--fast-inference", "--gpu-memory-utilization", "0.5", "--json"]) == 0
+    vllm = json.loads(capsys.readouterr().out)
+    assert vllm["terms"]["kv_cache"] == vllm["terms"]["generation_transient"] == 0
+    assert vllm["terms"]["vllm_pool"] == 40 * GIB - vllm["terms"]["weights"]  # half of 80 GiB, less the weights vLLM shares
+    assert main(["plan", "--model", "qwen2.5-7b", "--budget-gb", "80", "--fast-inference", "--backend", "transformers"]) == 2
+    assert "unsloth" in capsys.readouterr().err
