@@ -9,7 +9,7 @@ A GAPO step has two phases that never hold their big tensors at the same time:
   ``per_device_train_batch_size``), each run forward and backward, gradients accumulated over
   ``steps_per_generation`` micro-batches, then one optimizer step.
 
-Peak = weights + LoRA/optimizer + CUDA overhead + max(generation phase, training phase).
+Peak = weights + LoRA/optimizer + CUDA overhead (+ vLLM's pool) + max(generation phase, training phase).
 
 Terms (bytes; ``a`` = bytes per activation element: 2 for 4bit/16bit (bf16 compute), 4 for 32bit;
 ``c`` = chunk size, ``P``/``C`` = prompt/completion tokens, ``S = P + C``, ``L`` layers, ``h`` hidden,
@@ -24,7 +24,8 @@ Terms (bytes; ``a`` = bytes per activation element: 2 for 4bit/16bit (bf16 compu
 ``lora_params_and_optimizer``
     LoRA on the seven projections, ``r * (in + out)`` per module per layer. The adapter is fp32 (Unsloth
     and peft upcast it): param 4 + grad 4 + AdamW's two fp32 states 8 = 16 bytes/param; with
-    ``optimizer="adamw_8bit"`` the states are 1 byte each: 10 bytes/param.
+    ``optimizer="adamw_8bit"`` (the default: what ``train()`` uses on CUDA) the states are 1 byte each:
+    10 bytes/param.
 ``activations`` (training, one micro-batch of ``c * S`` tokens)
     A LoRA'd decoder layer saves ``20h + 3kv + 5I + 7r`` elements per token for its backward (norm
     inputs, q/k/v/o and attention output, gate/up/act/product, the dropout copies of the LoRA inputs and
@@ -33,8 +34,8 @@ Terms (bytes; ``a`` = bytes per activation element: 2 for 4bit/16bit (bf16 compu
     recomputed: ``c*S * (22h + 3kv + 7I + 7r) * a``. Unsloth's ``"unsloth"`` checkpointing offloads the
     saved layer inputs to CPU RAM, so there only two layers' inputs are on the GPU. Without
     checkpointing all ``L`` layers keep their saved elements. Plus the final norm and the last hidden
-    states (``2 * c*S * h * a``). (Checked on CPU in fp32 by benchmarks/memory.py: the estimate is
-    1.1-1.3x the measured peak.)
+    states (``2 * c*S * h * a``). (``benchmarks/memory.py`` compares this and the logits term with the
+    peak measured on CPU in fp32; no GPU measurement yet.)
 ``logits_and_logprobs`` (the vocabulary-sized term)
     transformers: TRL materialises the logits of the ``C + 1`` kept positions and their gradient,
     ``2 * c*(C+1) * V * a``, plus one completion's fp32 log-softmax workspace ``2 * C * V * 4``.
