@@ -24,7 +24,7 @@ README = ROOT / "README.md"
 BEGIN, END = "<!-- memory-table:begin -->", "<!-- memory-table:end -->"
 GIB = 1024**3
 # The recipes' settings (qwen7b_lists / qwen32b_lists: 8 prompts x G=32, 32-token completions, LoRA r=64, 4-bit,
-# Unsloth, 8-bit AdamW); 128 prompt tokens bound the list prompts (60-100 tokens with Qwen's tokenizer).
+# Unsloth, 8-bit AdamW); 128 prompt tokens bound the list prompts (about 60-100 tokens expected with Qwen's tokenizer).
 COMMON = ["--prompt-tokens", "128", "--completion-tokens", "32"]
 ROWS: list[tuple[str, list[str]]] = [
     ("7B, 24 GiB", ["--model", "qwen2.5-7b", "--budget-gb", "24", *COMMON]),
