@@ -1,4 +1,10 @@
-"""Import Unsloth before trl/transformers/peft whenever it will be used, so its TRL patches apply."""
+"""Which backend runs, decided in one place, and importing Unsloth before trl/transformers/peft when it does.
+
+``import gapo_lite`` imports Unsloth only when ``GAPO_LITE_BACKEND=unsloth`` asks for it. Otherwise the run's
+hardware plan (``gapo_lite.training.hardware``) or ``load_model`` imports it when they choose the Unsloth
+backend; gapo-lite itself imports no trl/transformers/peft before that point. A run with
+``backend="transformers"`` never imports Unsloth, GPU or not.
+"""
 from __future__ import annotations
 
 import importlib.util
@@ -9,35 +15,68 @@ import sys
 logger = logging.getLogger("gapo_lite")
 
 BACKEND_ENV = "GAPO_LITE_BACKEND"
+BACKENDS = ("auto", "unsloth", "transformers")
+_PATCHED_BY_UNSLOTH = ("trl", "transformers", "peft")
 
 
-def unsloth_wanted() -> bool:
-    """True when the unsloth backend will (probably) be used: asked for explicitly, or a CUDA GPU is present."""
-    choice = os.environ.get(BACKEND_ENV, "auto").lower()
-    if choice == "transformers" or importlib.util.find_spec("unsloth") is None:
-        return False
-    if choice == "unsloth":
-        return True
-    try:
-        import torch
-    except ImportError:  # pragma: no cover
-        return False
+def unsloth_installed() -> bool:
+    """True when the unsloth package can be imported (it is not imported here)."""
+    return importlib.util.find_spec("unsloth") is not None
+
+
+def cuda_available() -> bool:
+    """True when torch sees a CUDA GPU."""
+    import torch
+
     return torch.cuda.is_available()
 
 
-def import_unsloth_first() -> bool:
-    """Import unsloth now if it will be used; warn if trl/transformers/peft were imported before it."""
+def choose_backend(requested: str, cuda: bool, has_unsloth: bool) -> tuple[str, str]:
+    """The concrete backend for ``requested`` ("auto", "unsloth", "transformers") and why."""
+    if requested == "auto":
+        if cuda and has_unsloth:
+            return "unsloth", "a CUDA GPU and unsloth are present"
+        if cuda:
+            return "transformers", "a CUDA GPU is present but unsloth is not installed"
+        return "transformers", "no CUDA GPU: transformers + peft in full precision on the CPU"
+    if requested == "unsloth":
+        if not has_unsloth:
+            raise ImportError("backend='unsloth' but unsloth is not installed; pip install -r requirements.txt")
+        return "unsloth", "asked for" if cuda else "asked for; no CUDA GPU, so Unsloth's CPU fallback (no 4-bit, no vLLM)"
+    if requested == "transformers":
+        return "transformers", "asked for"
+    raise ValueError(f"unknown backend {requested!r}; expected 'auto', 'unsloth' or 'transformers'")
+
+
+def unsloth_wanted() -> bool:
+    """True when the environment asks for Unsloth (``GAPO_LITE_BACKEND=unsloth``) and it is installed."""
+    return os.environ.get(BACKEND_ENV, "auto").lower() == "unsloth" and unsloth_installed()
+
+
+def import_unsloth() -> None:
+    """Import unsloth now (it patches trl/transformers/peft); warn if those were imported before it."""
     if "unsloth" in sys.modules:
-        return True
-    if not unsloth_wanted():
-        return False
-    early = [m for m in ("trl", "transformers", "peft") if m in sys.modules]
+        return
+    early = [m for m in _PATCHED_BY_UNSLOTH if m in sys.modules]
     if early:
         logger.warning(
-            "gapo-lite: %s imported before unsloth; Unsloth's patches may not apply. "
-            "Import gapo_lite (or unsloth) first.",
+            "gapo-lite: %s imported before unsloth; Unsloth's patches may not apply. Import gapo_lite (or unsloth) first.",
             ", ".join(early),
         )
     import unsloth  # noqa: F401  (patches trl/transformers/peft at import)
 
+
+def import_backend(backend: str) -> None:
+    """Make ``backend`` importable in the right order: Unsloth first for "unsloth", nothing for "transformers"."""
+    if backend == "unsloth":
+        import_unsloth()
+
+
+def import_unsloth_first() -> bool:
+    """Import unsloth now if the environment asks for it (see :func:`unsloth_wanted`); True if it is imported."""
+    if "unsloth" in sys.modules:
+        return True
+    if not unsloth_wanted():
+        return False
+    import_unsloth()
     return True

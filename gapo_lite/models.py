@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from gapo_lite._bootstrap import import_unsloth_first
+from gapo_lite._bootstrap import choose_backend, import_unsloth, unsloth_installed
 
 logger = logging.getLogger("gapo_lite")
 
@@ -41,24 +41,19 @@ def cuda_available() -> bool:
 
 
 def resolve_backend(backend: str) -> tuple[str, str]:
-    """The concrete backend for ``backend`` and the reason it was chosen."""
-    import importlib.util
+    """The concrete backend for ``backend`` on this machine and the reason it was chosen (one rule for the
+    whole kit: ``gapo_lite._bootstrap.choose_backend``)."""
+    return choose_backend(backend, cuda_available(), unsloth_installed())
 
-    has_unsloth = importlib.util.find_spec("unsloth") is not None
-    if backend == "auto":
-        if cuda_available() and has_unsloth:
-            return "unsloth", "a CUDA GPU and unsloth are present"
-        if cuda_available():
-            return "transformers", "a CUDA GPU is present but unsloth is not installed"
-        return "transformers", "no CUDA GPU: transformers + peft in full precision on the CPU"
-    if backend == "unsloth":
-        if not has_unsloth:
-            raise ImportError("backend='unsloth' but unsloth is not installed; pip install -r requirements.txt")
-        reason = "asked for" if cuda_available() else "asked for; no CUDA GPU, so Unsloth's CPU fallback (no 4-bit, no vLLM)"
-        return "unsloth", reason
-    if backend == "transformers":
-        return "transformers", "asked for"
-    raise ValueError(f"unknown backend {backend!r}; expected 'auto', 'unsloth' or 'transformers'")
+
+def compute_dtype() -> Any:
+    """The dtype for a transformers-backend model: bf16 on a GPU with native bf16 (compute capability >= 8),
+    fp16 on one without (a T4: ``is_bf16_supported()`` alone would count emulation), fp32 on a CPU."""
+    import torch
+
+    if not cuda_available():
+        return torch.float32
+    return torch.bfloat16 if torch.cuda.is_bf16_supported(including_emulation=False) else torch.float16
 
 
 def check_model_path(name_or_path: str | Path) -> str:
@@ -102,14 +97,17 @@ def load_model(
     max_seq_length: int = 1024,
     lora: LoraSettings | None = LoraSettings(),
     fast_inference: bool = False,
-    gpu_memory_utilization: float = 0.6,
+    gpu_memory_utilization: float = 0.5,
     random_state: int = 3407,
+    gradient_checkpointing: bool = True,
 ) -> tuple[Any, Any]:
     """Load a causal LM and its tokenizer with a LoRA adapter attached (``lora=None``: no adapter).
 
     ``auto`` uses Unsloth (fused kernels, 4-bit, gradient checkpointing "unsloth") when a CUDA GPU and
     unsloth are present, otherwise transformers + peft (bitsandbytes NF4 on CUDA, float32 on CPU).
-    ``fast_inference=True`` (vLLM colocated generation) needs Unsloth on a CUDA GPU.
+    ``fast_inference=True`` (vLLM colocated generation) needs Unsloth on a CUDA GPU; vLLM then takes
+    ``gpu_memory_utilization`` of the GPU (install it with ``pip install gapo-lite[vllm]``).
+    ``gradient_checkpointing=False`` turns off Unsloth's ``"unsloth"`` checkpointing (transformers: see TRL's flag).
     """
     path = check_model_path(name_or_path)
     chosen, reason = resolve_backend(backend)
@@ -123,12 +121,12 @@ def load_model(
     logger.info("gapo-lite: backend=%s (%s)", chosen, reason)
     print(f"gapo-lite: loading {path} with backend={chosen} ({reason}), 4-bit={load_in_4bit}")
     if chosen == "unsloth":
-        return _load_unsloth(path, load_in_4bit, max_seq_length, lora, fast_inference, gpu_memory_utilization, random_state)
+        return _load_unsloth(path, load_in_4bit, max_seq_length, lora, fast_inference, gpu_memory_utilization, random_state, gradient_checkpointing)
     return _load_transformers(path, load_in_4bit, lora, random_state)
 
 
-def _load_unsloth(path, load_in_4bit, max_seq_length, lora, fast_inference, gpu_memory_utilization, random_state):
-    import_unsloth_first()
+def _load_unsloth(path, load_in_4bit, max_seq_length, lora, fast_inference, gpu_memory_utilization, random_state, gradient_checkpointing=True):
+    import_unsloth()
     from unsloth import FastLanguageModel
 
     kwargs: dict[str, Any] = dict(
@@ -150,7 +148,7 @@ def _load_unsloth(path, load_in_4bit, max_seq_length, lora, fast_inference, gpu_
             lora_alpha=lora.alpha,
             lora_dropout=lora.dropout,
             target_modules=list(lora.target_modules),
-            use_gradient_checkpointing="unsloth",
+            use_gradient_checkpointing="unsloth" if gradient_checkpointing else False,
             random_state=random_state,
         )
     return model, tokenizer
@@ -162,7 +160,7 @@ def _load_transformers(path, load_in_4bit, lora, random_state):
 
     kwargs: dict[str, Any] = {}
     if cuda_available():
-        dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        dtype = compute_dtype()
         kwargs.update(dtype=dtype, device_map={"": torch.cuda.current_device()})
         if load_in_4bit:
             from transformers import BitsAndBytesConfig

@@ -60,30 +60,38 @@ COLAB_CELLS: list[Cell] = [
     md(
         """
         ### Installation
-        Keeps Colab's own torch (its CUDA build) and installs gapo-lite's tested set from `requirements.txt`
-        without the packages tied to that CUDA build (torch, torchvision, xformers) or needed only by the tests, with
-        Colab's torch version as a constraint. Set `REPO_URL` to where gapo-lite lives. *Estimate: 3-6 minutes.* If pip asks for a restart
-        (Colab shows a RESTART button), restart the session and go on from the next cell.
+        As in Unsloth's own notebooks: Unsloth first, for Colab's own torch, keeping Colab's numpy and pillow (a
+        constraints file holds them), optionally with vLLM for fast generation (`WITH_VLLM`, for `FAST_INFERENCE`
+        below; pip then has to find a vLLM release built for Colab's torch); then gapo-lite itself, under the same
+        constraints, so nothing re-pins torch or numpy. Set `REPO_URL` to where gapo-lite lives first.
+        *Estimate: 3-6 minutes.* If pip asks for a restart (Colab shows a RESTART button), restart the session and
+        go on from the next cell.
         """
     ),
     code(
         """
         REPO_URL = "https://github.com/YOUR-GITHUB-USER/gapo-lite"  # <-- PLACEHOLDER: your fork / the project's real URL
         REPO_DIR = "gapo-lite"
+        WITH_VLLM = False  # True: also install vLLM (generation through it: FAST_INFERENCE = True below)
 
-        import importlib.metadata, pathlib, re, subprocess, sys
+        import importlib.metadata, pathlib, subprocess, sys
 
-        colab_torch = importlib.metadata.version("torch")  # read without importing torch (pip may upgrade what it imports)
-        if not pathlib.Path(REPO_DIR, "requirements.txt").is_file():
+        if not pathlib.Path(REPO_DIR, "pyproject.toml").is_file():
+            if "YOUR-GITHUB-USER" in REPO_URL or not REPO_URL.strip():
+                raise SystemExit("Set REPO_URL (first line of this cell) to the git URL of gapo-lite (your fork, or the "
+                                 "project's own repository), then run this cell again. Nothing was installed.")
             subprocess.run(["git", "clone", "--depth", "1", REPO_URL, REPO_DIR], check=True)
-        # torch, torchvision, xformers: tied to Colab's CUDA build, keep Colab's (Unsloth pulls an xformers that suits the
-        # torch constraint, or falls back to PyTorch attention). ipykernel & co.: only the tests need them; Colab's stay.
-        skip = {"torch", "torchvision", "xformers", "ipykernel", "nbclient", "nbformat", "pytest", "hypothesis"}
-        lines = [line.split("#")[0].strip() for line in pathlib.Path(REPO_DIR, "requirements.txt").read_text().splitlines()]
-        requirements = [r for r in lines if r and re.split(r"[\\s\\[=<>!~;]", r, maxsplit=1)[0].lower() not in skip]
-        pathlib.Path("constraints.txt").write_text(f"torch=={colab_torch}\\n")
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-c", "constraints.txt", *requirements], check=True)
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", REPO_DIR], check=True)  # not -e: importable without a restart
+
+
+        def pip(*args):
+            subprocess.run([sys.executable, "-m", "pip", "install", "-q", *args], check=True)
+
+
+        # Colab's own builds stay: read without importing (pip may replace what an import would load)
+        keep = [f"{name}=={importlib.metadata.version(name)}" for name in ("torch", "numpy", "pillow")]
+        pathlib.Path("constraints.txt").write_text("\\n".join(keep) + "\\n")
+        pip("-c", "constraints.txt", "unsloth", *(["vllm"] if WITH_VLLM else []))  # 1. Unsloth (and vLLM) for Colab's torch
+        pip("-c", "constraints.txt", REPO_DIR)  # 2. this kit: its other dependencies, torch / numpy / pillow untouched
         subprocess.run([sys.executable, "-c", "import torch; print('torch', torch.__version__, '| GPU:', torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'none: Runtime > Change runtime type > GPU')"], check=True)
         """,
         "colab-only",
@@ -91,8 +99,11 @@ COLAB_CELLS: list[Cell] = [
     md(
         """
         ### Check the GPU
-        `import gapo_lite` comes first: on a GPU it imports Unsloth before trl / transformers / peft, so Unsloth's
-        patches (faster GRPO, chunked log-probs) apply.
+        `import gapo_lite` comes first; gapo-lite then imports Unsloth (the backend here) before trl / transformers /
+        peft when it loads the model, so Unsloth's patches (faster GRPO, chunked log-probs) apply. bf16 counts only
+        where the GPU has it natively (compute capability 8.0 and up); a T4 emulates it, so
+        `torch.cuda.is_bf16_supported()` alone says True there, and Unsloth trains a T4 in fp16 (it picks the
+        precision itself; gapo-lite passes neither flag on the Unsloth backend).
         """
     ),
     code(
@@ -106,7 +117,9 @@ COLAB_CELLS: list[Cell] = [
         if CUDA:
             free, total = torch.cuda.mem_get_info()
             FREE_GB = free / GIB
-            print(f"GPU: {torch.cuda.get_device_name(0)}: {total / GIB:.1f} GiB, {FREE_GB:.1f} GiB free, bf16: {torch.cuda.is_bf16_supported()}")
+            NATIVE_BF16 = torch.cuda.is_bf16_supported(including_emulation=False)  # False on a T4 (capability 7.5)
+            print(f"GPU: {torch.cuda.get_device_name(0)}: {total / GIB:.1f} GiB, {FREE_GB:.1f} GiB free, "
+                  f"native bf16: {NATIVE_BF16}{'' if NATIVE_BF16 else ' (trains in fp16)'}")
         else:
             print("No CUDA GPU: Runtime > Change runtime type > GPU. (On a CPU only a tiny stand-in model is practical.)")
         print(f"torch {torch.__version__}, gapo-lite {gapo_lite.__version__}")
@@ -136,6 +149,8 @@ COLAB_CELLS: list[Cell] = [
         MAX_COMPLETION_LENGTH = 32
         SAVE_STEPS = 25
         MEMORY_BUDGET_GB = None  # None: the GPU's free memory now, before the model is loaded
+        FAST_INFERENCE = False  # True: generate with vLLM (install cell: WITH_VLLM = True), Unsloth backend only
+        GPU_MEMORY_UTILIZATION = 0.5  # vLLM's share of the GPU with FAST_INFERENCE
         OUTPUT_DIR = "runs/qwen7b_colab"
         # evaluation (the paper: 10 unseen 8-item lists x 100 samples at T=0.7; open-ended: 500 samples per prompt)
         EVAL_LISTS = 10
@@ -157,15 +172,19 @@ COLAB_CELLS: list[Cell] = [
         generation, activations, log-probs) and picks how many completions go through each forward/backward pass
         (`chunk_size`). The budget is the GPU's free memory *before* the model is loaded (measured in the cell above);
         it is stored in the config so training plans with the same budget rather than with what is left once the
-        weights are in memory. The same command line: `gapo-lite plan --model qwen2.5-7b`.
+        weights are in memory. The prompts' length is measured with the model's tokenizer on a sample of the training
+        prompts. The same command line: `gapo-lite plan --model qwen2.5-7b`.
         """
     ),
     code(
         """
         import dataclasses
+        from gapo_lite import build_list_dataset
         from gapo_lite.memory import MemoryPlanError
+        from gapo_lite.models import load_tokenizer
         from gapo_lite.training import TrainConfig
-        from gapo_lite.training.planning import plan_for_config
+        from gapo_lite.training.hardware import resolve_hardware
+        from gapo_lite.training.planning import measure_prompt_tokens, plan_for_config
 
         if MEMORY_BUDGET_GB is not None:
             budget_gb = MEMORY_BUDGET_GB
@@ -179,12 +198,16 @@ COLAB_CELLS: list[Cell] = [
             num_generations=G, prompts_per_step=PROMPTS_PER_STEP, learning_rate=LEARNING_RATE, temperature=TEMPERATURE,
             max_completion_length=MAX_COMPLETION_LENGTH, max_steps=MAX_STEPS, save_steps=SAVE_STEPS,
             output_dir=OUTPUT_DIR, memory_budget_gb=budget_gb,
-            # a GPU without bf16 (T4) trains in fp16, as Unsloth's notebooks do
-            extra_grpo_args={"fp16": True} if CUDA and not torch.cuda.is_bf16_supported() else {},
+            fast_inference=FAST_INFERENCE, gpu_memory_utilization=GPU_MEMORY_UTILIZATION,
         )
+        hardware = resolve_hardware(config)
+        print(hardware.describe())
+        hardware.import_backend()  # Unsloth (when it is the backend) before the tokenizer imports transformers
+        PROMPT_TOKENS = measure_prompt_tokens(load_tokenizer(MODEL), build_list_dataset(256, split="train", seed=0))
+        print(f"longest of 256 sampled training prompts: {PROMPT_TOKENS} tokens")
         while True:
             try:
-                plan = plan_for_config(config)
+                plan = plan_for_config(config, prompt_tokens=PROMPT_TOKENS)
                 break
             except MemoryPlanError as err:
                 if not AUTO_FIT or config.prompts_per_step == 1:
@@ -210,6 +233,7 @@ COLAB_CELLS: list[Cell] = [
         model, tokenizer = load_model(
             MODEL, backend=BACKEND, load_in_4bit=LOAD_IN_4BIT, max_seq_length=MAX_SEQ_LENGTH,
             lora=LoraSettings(r=LORA_R, alpha=LORA_ALPHA, dropout=LORA_DROPOUT),
+            fast_inference=FAST_INFERENCE, gpu_memory_utilization=GPU_MEMORY_UTILIZATION,
         )
         model.print_trainable_parameters()
         """
@@ -323,7 +347,7 @@ COLAB_CELLS: list[Cell] = [
         """
         import matplotlib.pyplot as plt
         from IPython.display import Image, display
-        from gapo_lite.training.logging import read_metrics
+        from gapo_lite.training.callbacks import read_metrics
 
         rows = [r for r in read_metrics(result.metrics_path) if "reward" in r]
         keys = ["reward", "reward_std"] + sorted({k for r in rows for k in r if k.startswith("gapo_frequency/")})

@@ -1,37 +1,42 @@
-"""GPU check: 2 GAPO steps on random-initialised Qwen2.5-7B / 32B through both backends, against the memory planner.
+"""GPU check: the GPU path on random-initialised Qwen2.5-7B / 32B, stage by stage, figures printed as measured.
 
 For a machine with one NVIDIA GPU and no internet (run through scripts/gpu_check.sh):
 
-    scripts/gpu_check.sh                    # 7B and 32B, backends unsloth and transformers
-    scripts/gpu_check.sh --quick            # 7B, unsloth only, 1 step
+    scripts/gpu_check.sh                    # default: ends within 7 minutes (see --time-budget-s)
+    scripts/gpu_check.sh --quick            # 7B, unsloth only, 1 step, no train() stage
     scripts/gpu_check.sh --models 7b --backends transformers
-    python scripts/gpu_check.py --dry-run   # CPU: a tiny model through the same code path (backend transformers)
+    python scripts/gpu_check.py --dry-run   # CPU: a tiny model through the same stages (backend transformers)
 
 Each model is built from its ModelSpec (transformers ``Qwen2Config``), randomly initialised on the GPU in
-bf16 and saved with a tokenizer to a work folder (``/dev/shm`` when it has room: the 32B checkpoint is
-65 GB). The tokenizer is a word-level ``gapo_lite.tiny.build_tokenizer`` over the list-data vocabulary
-padded with generated words to the model's vocabulary size, unless ``--tokenizer`` names a local folder
-with a real Qwen tokenizer (used as is; its length must not exceed the vocabulary). Random weights make
-the text meaningless; the check is about memory and speed. Completions are forced to full length
-(``min_new_tokens`` = ``max_completion_length``), so EOS never ends them early.
+bf16 and saved with a tokenizer to a work folder (``/dev/shm`` when it has room). The tokenizer is a
+word-level ``gapo_lite.tiny.build_tokenizer`` over the list-data vocabulary padded with generated words to
+the model's vocabulary size, unless ``--tokenizer`` names a local folder with a real Qwen tokenizer. Random
+weights make the text meaningless; the check is about memory, speed and the code path.
 
-Every (model, backend) pair runs in its own subprocess (fresh CUDA context, and Unsloth's patching of
-TRL stays out of the transformers run): ``gapo_lite.models.load_model(..., load_in_4bit=True)``, a plan
-from ``gapo_lite.memory.plan_memory`` with the free GPU memory before loading as budget, TRL's
-GRPOTrainer with ``gapo_lite.rewards.GroupReward`` and ``GRPOConfig(**plan.grpo_kwargs(), max_steps=2)``.
-It reports peak VRAM (``torch.cuda.max_memory_allocated``; the planner's estimate also counts 1 GiB of
-CUDA context that this does not see), the planner's estimate, mean step time and generated tokens/s
-(completion tokens over the time spent inside generation). ``--time-budget-s`` (default 480) bounds
-the whole run: a pair still running then is stopped, later ones are skipped, and the table says so.
-"""
+Stages, each in its own subprocess (``scripts/gpu_check_worker.py``) with its own timeout
+(``--stage-timeout-s``, cut to what is left of ``--time-budget-s``), in this order:
+
+1. ``7B/unsloth/pair``: ``build_trainer`` (hardware plan, measured prompts, memory plan, GAPOTrainer),
+   ``--steps`` steps of G=32 with 256-token completions forced to full length: peak VRAM next to the plan's
+   estimate, step time, generated tokens/s;
+2. ``7B/unsloth/train``: recipe ``qwen7b_lists`` through the real ``train()`` (2 steps, ``memory_budget_gb``
+   capped at ``--train-budget-gb``, a checkpoint and the adapter saved and checked);
+3. ``7B/transformers/pair``; then the 32B pairs, only when there is room for its 65 GB of weights (disk and
+   GPU) and time left; otherwise the table says why they were skipped.
+
+Every figure is printed (and flushed) the moment it is measured, and each stage's row as soon as it ends, so
+a timeout keeps what was printed. Peak VRAM is ``torch.cuda.max_memory_allocated``; the planner's estimate
+also counts 1 GiB of CUDA context that this does not see."""
 from __future__ import annotations
 
 import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -56,23 +61,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--models", default="7b,32b", help="comma-separated: 7b, 32b")
     parser.add_argument("--backends", default="unsloth,transformers", help="comma-separated: unsloth, transformers")
     parser.add_argument("--skip-32b", action="store_true", help="same as leaving 32b out of --models")
-    parser.add_argument("--quick", action="store_true", help="7B only, unsloth only, 1 step")
+    parser.add_argument("--quick", action="store_true", help="7B only, unsloth only, 1 step, no train() stage")
     parser.add_argument("--dry-run", action="store_true", help="CPU: tiny model, backend transformers, few short completions")
     parser.add_argument("--steps", type=int, default=2)
     parser.add_argument("--num-generations", type=int, default=32)
-    parser.add_argument("--prompts-per-step", type=int, default=1, help="prompts per step (1 keeps the 32B run within minutes)")
+    parser.add_argument("--prompts-per-step", type=int, default=1, help="prompts per step of the plan-check stages (the train() stage keeps the recipe's 8)")
     parser.add_argument("--completion-tokens", type=int, default=256)
     parser.add_argument("--lora-rank", type=int, default=64)
     parser.add_argument("--tokenizer", type=Path, default=None, help="local folder with a real Qwen tokenizer (optional)")
     parser.add_argument("--work-dir", type=Path, default=None, help="where checkpoints go (default /dev/shm/gapo_gpu_check, else /tmp)")
-    parser.add_argument("--time-budget-s", type=float, default=480.0, help="overall limit: later pairs are skipped, a running one is stopped")
+    parser.add_argument("--time-budget-s", type=float, default=390.0, help="overall limit (default: the run ends within 7 minutes); later stages are skipped")
+    parser.add_argument("--stage-timeout-s", type=float, default=200.0, help="limit per stage (a stage past it is stopped; what it printed stays)")
+    parser.add_argument("--train-budget-gb", type=float, default=40.0, help="memory_budget_gb of the train() stage (a cap below the GPU's memory)")
+    parser.add_argument("--no-train-stage", dest="train_stage", action="store_false", help="skip the train() stage")
     parser.add_argument("--keep", action="store_true", help="keep the built checkpoints")
     parser.add_argument("--json", action="store_true", help="also print the results as JSON")
-    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--model-dir", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument("--model-name", help=argparse.SUPPRESS)
-    parser.add_argument("--backend", help=argparse.SUPPRESS)
-    parser.add_argument("--result-file", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     models = [m.strip().lower() for m in args.models.split(",") if m.strip()]
     backends = [b.strip().lower() for b in args.backends.split(",") if b.strip()]
@@ -82,7 +85,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.skip_32b:
         models = [m for m in models if m != "32b"]
     if args.quick:
-        models, backends, args.steps = ["7b"], ["unsloth"], 1
+        models, backends, args.steps, args.train_stage = ["7b"], ["unsloth"], 1, False
     if args.dry_run:
         models, backends = ["tiny"], ["transformers"]
         args.num_generations = min(args.num_generations, 4)
@@ -201,128 +204,13 @@ def build_checkpoint(spec: ModelSpec, out_dir: Path, tokenizer_dir: Path | None 
     return out_dir
 
 
-def max_prompt_tokens(tokenizer, dataset) -> int:
-    """Longest chat-formatted prompt of ``dataset`` in tokens (what the planner's prompt_tokens means)."""
-    texts = [tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True, tokenize=False) for row in dataset]
-    return max(len(tokenizer(text, add_special_tokens=False)["input_ids"]) for text in texts)
-
-
-class _GenerationMeter:
-    """Wraps the trainer's generation method to time it and count completion tokens."""
-
-    def __init__(self, trainer) -> None:
-        self.seconds = 0.0
-        self.tokens = 0
-        inner = getattr(trainer, "_generate_single_turn", None)
-        self.active = callable(inner)
-        if not self.active:
-            return
-
-        def timed(*args, **kwargs):
-            import torch
-
-            if torch.cuda.is_available():
-                torch.cuda.synchronize()
-            start = time.perf_counter()
-            out = inner(*args, **kwargs)
-            if torch.cuda.is_available():
-                torch.cuda.synchronize()
-            self.seconds += time.perf_counter() - start
-            completion_ids = out[0] if isinstance(out, tuple) else out
-            self.tokens += sum(len(c) for c in completion_ids)
-            return out
-
-        trainer._generate_single_turn = timed
-
-
-def run_pair(model_dir: Path, model_name: str, backend: str, args: argparse.Namespace) -> dict[str, Any]:
-    """Load ``model_dir`` with ``backend``, plan, run ``args.steps`` GAPO steps; return the measurements."""
-    os.environ["GAPO_LITE_BACKEND"] = backend
-    import gapo_lite  # noqa: F401  (imports unsloth first when backend is unsloth)
-    import torch
-
-    from gapo_lite.data import build_list_dataset
-    from gapo_lite.memory import GIB as _GIB
-    from gapo_lite.memory import ModelSpec as _Spec
-    from gapo_lite.memory import plan_memory
-    from gapo_lite.models import LoraSettings, load_model
-    from gapo_lite.rewards import FrequencyScorer, GroupReward
-
-    cuda = torch.cuda.is_available()
-    budget = torch.cuda.mem_get_info()[0] if cuda else 8 * _GIB
-    if cuda:
-        torch.cuda.reset_peak_memory_stats()
-    spec = _Spec.from_config(model_dir, name=model_name)
-    dataset = build_list_dataset(args.prompts_per_step * args.steps, seed=0)
-    load_start = time.perf_counter()
-    model, tokenizer = load_model(
-        model_dir, backend=backend, load_in_4bit=cuda, max_seq_length=1024 + args.completion_tokens,
-        lora=LoraSettings(r=args.lora_rank, alpha=max(1, args.lora_rank // 2), dropout=0.1),
-    )
-    load_seconds = time.perf_counter() - load_start
-    prompt_tokens = max_prompt_tokens(tokenizer, dataset)
-    plan = plan_memory(
-        spec, quantization="4bit" if cuda else "32bit", lora_rank=args.lora_rank, num_generations=args.num_generations,
-        prompts_per_step=args.prompts_per_step, prompt_tokens=prompt_tokens, completion_tokens=args.completion_tokens,
-        budget_bytes=budget, backend=backend,
-    )
-    from trl import GRPOConfig, GRPOTrainer  # after gapo_lite, so Unsloth's patched classes when backend is unsloth
-
-    config = GRPOConfig(
-        output_dir=str(model_dir.parent / f"out-{model_name}-{backend}"),
-        max_steps=args.steps,
-        learning_rate=1e-5,
-        logging_steps=1,
-        save_strategy="no",
-        report_to="none",
-        max_completion_length=args.completion_tokens,
-        generation_kwargs={"min_new_tokens": args.completion_tokens},
-        temperature=1.0,
-        beta=0.0,
-        bf16=cuda,
-        use_cpu=not cuda,
-        seed=0,
-        **plan.grpo_kwargs(),
-    )
-    reward = GroupReward(FrequencyScorer(), num_generations=args.num_generations)
-    trainer = GRPOTrainer(model=model, processing_class=tokenizer, reward_funcs=[reward], args=config, train_dataset=dataset)
-    meter = _GenerationMeter(trainer)
-    if cuda:
-        torch.cuda.synchronize()
-    start = time.perf_counter()
-    trainer.train()
-    if cuda:
-        torch.cuda.synchronize()
-    seconds = time.perf_counter() - start
-    peak = torch.cuda.max_memory_allocated() if cuda else None
-    tokens = meter.tokens or args.steps * plan.generation_batch_size * args.completion_tokens
-    return {
-        "model": model_name,
-        "backend": backend,
-        "status": "ok",
-        "peak_vram_bytes": peak,
-        "estimate_bytes": plan.estimated_peak_bytes,
-        "budget_bytes": plan.budget_bytes,
-        "fits": plan.fits,
-        "chunk_size": plan.chunk_size,
-        "steps_per_generation": plan.steps_per_generation,
-        "prompt_tokens": prompt_tokens,
-        "steps": args.steps,
-        "step_seconds": seconds / args.steps,
-        "load_seconds": load_seconds,
-        "generated_tokens": tokens,
-        "tokens_per_second": tokens / meter.seconds if meter.seconds > 0 else tokens / seconds,
-        "tokens_per_second_basis": "generation time" if meter.seconds > 0 else "whole step time",
-    }
-
-
 def format_results(rows: list[dict[str, Any]]) -> str:
-    """The results table: model, backend, peak VRAM, planner estimate, ratio, step time, generated tokens/s."""
+    """The results table: model, backend, stage, peak VRAM, planner estimate, ratio, chunk, step time, generated tokens/s."""
 
     def gib(value: Any) -> str:
         return f"{value / GIB:.2f}" if isinstance(value, (int, float)) else "-"
 
-    header = f"{'model':<14}{'backend':<14}{'peak VRAM GiB':>14}{'plan GiB':>10}{'plan/peak':>10}{'chunk':>7}{'step s':>9}{'gen tok/s':>11}  status"
+    header = f"{'model':<14}{'backend':<14}{'stage':<7}{'peak VRAM GiB':>14}{'plan GiB':>10}{'plan/peak':>10}{'chunk':>7}{'step s':>9}{'gen tok/s':>11}  status"
     lines = [header, "-" * len(header)]
     for r in rows:
         peak, est = r.get("peak_vram_bytes"), r.get("estimate_bytes")
@@ -330,11 +218,15 @@ def format_results(rows: list[dict[str, Any]]) -> str:
         step = f"{r['step_seconds']:.1f}" if isinstance(r.get("step_seconds"), (int, float)) else "-"
         tps = f"{r['tokens_per_second']:.0f}" if isinstance(r.get("tokens_per_second"), (int, float)) else "-"
         chunk = str(r.get("chunk_size", "-"))
-        lines.append(f"{r['model']:<14}{r['backend']:<14}{gib(peak):>14}{gib(est):>10}{ratio:>10}{chunk:>7}{step:>9}{tps:>11}  {r.get('status', '')}")
+        name = f"{r['model']:<14}{r['backend']:<14}{r.get('stage', 'pair'):<7}"
+        lines.append(f"{name}{gib(peak):>14}{gib(est):>10}{ratio:>10}{chunk:>7}{step:>9}{tps:>11}  {r.get('status', '')}")
     return "\n".join(lines)
 
 
-def _worker_env(backend: str, work_dir: Path) -> dict[str, str]:
+WORKER = Path(__file__).resolve().parent / "gpu_check_worker.py"
+
+
+def worker_env(backend: str, work_dir: Path) -> dict[str, str]:
     return dict(
         os.environ,
         GAPO_LITE_BACKEND=backend,
@@ -343,37 +235,92 @@ def _worker_env(backend: str, work_dir: Path) -> dict[str, str]:
         TRANSFORMERS_OFFLINE="1",
         HF_DATASETS_OFFLINE="1",
         TOKENIZERS_PARALLELISM="false",
+        PYTHONUNBUFFERED="1",
     )
 
 
-def _run_worker(model_dir: Path, model_name: str, backend: str, args: argparse.Namespace, timeout: float) -> dict[str, Any]:
-    result_file = model_dir.parent / f"result-{model_name}-{backend}.json"
-    result_file.unlink(missing_ok=True)
-    cmd = [
-        sys.executable, str(Path(__file__).resolve()), "--worker", "--model-dir", str(model_dir), "--model-name", model_name,
-        "--backend", backend, "--result-file", str(result_file), "--steps", str(args.steps),
-        "--num-generations", str(args.num_generations), "--prompts-per-step", str(args.prompts_per_step),
-        "--completion-tokens", str(args.completion_tokens), "--lora-rank", str(args.lora_rank),
+def worker_command(stage: str, model_dir: Path, model_name: str, backend: str, args: argparse.Namespace, result_file: Path) -> list[str]:
+    return [
+        sys.executable, str(WORKER), "--stage", stage, "--model-dir", str(model_dir), "--model-name", model_name, "--backend", backend,
+        "--result-file", str(result_file), "--out-dir", str(model_dir.parent / f"out-{model_name}-{backend}-{stage}"),
+        "--steps", str(args.steps), "--num-generations", str(args.num_generations), "--prompts-per-step", str(args.prompts_per_step),
+        "--completion-tokens", str(args.completion_tokens), "--lora-rank", str(args.lora_rank), "--train-budget-gb", str(args.train_budget_gb),
     ]
-    base = {"model": model_name, "backend": backend}
+
+
+def run_streaming(cmd: list[str], env: dict[str, str], timeout: float, prefix: str) -> tuple[int | None, list[str]]:
+    """Run ``cmd``, echoing its output line by line as it comes (flushed); stop it after ``timeout`` seconds.
+
+    Returns the exit code (None when stopped) and the output lines."""
+    lines: list[str] = []
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1, start_new_session=True)
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line.rstrip("\n"))
+            print(f"{prefix}{line.rstrip()}", flush=True)
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
     try:
-        proc = subprocess.run(cmd, env=_worker_env(backend, model_dir.parent), timeout=max(timeout, 1), capture_output=True, text=True)
+        code: int | None = proc.wait(timeout=max(timeout, 1))
     except subprocess.TimeoutExpired:
-        return {**base, "status": f"timed out after {timeout:.0f}s"}
-    if proc.returncode != 0 or not result_file.is_file():
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-        sys.stderr.write(f"--- {model_name}/{backend} failed (rc {proc.returncode}); last output:\n{(proc.stderr or '')[-4000:]}\n")
-        return {**base, "status": f"failed: {tail[0][:120]}"}
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        code = None
+    reader.join(timeout=10)
+    return code, lines
+
+
+def run_stage(stage: str, model_dir: Path, model_name: str, backend: str, args: argparse.Namespace, timeout: float) -> dict[str, Any]:
+    """One stage in a worker process, its output streamed; its row (or why there is none)."""
+    result_file = model_dir.parent / f"result-{model_name}-{backend}-{stage}.json"
+    result_file.unlink(missing_ok=True)
+    base = {"stage": stage, "model": model_name, "backend": backend}
+    print(f"gpu_check: stage {model_name}/{backend}/{stage} (timeout {timeout:.0f} s)", flush=True)
+    code, lines = run_streaming(worker_command(stage, model_dir, model_name, backend, args, result_file),
+                                worker_env(backend, model_dir.parent), timeout, prefix="  | ")
+    if code is None:
+        return {**base, "status": f"timed out after {timeout:.0f}s (figures above)"}
+    if code != 0 or not result_file.is_file():
+        tail = [line for line in lines if line.strip()][-1:] or ["no output"]
+        return {**base, "status": f"failed (rc {code}): {tail[0][:120]}"}
     return json.loads(result_file.read_text())
+
+
+def room_for(spec: ModelSpec, work_dir: Path) -> str | None:
+    """Why ``spec``'s bf16 weights do not fit on disk or on the GPU here, or None when they do."""
+    needed = checkpoint_bytes(spec)
+    free_disk = shutil.disk_usage(work_dir).free
+    if free_disk < needed:
+        return f"{work_dir} has {free_disk / GIB:.1f} GiB free, its {needed / GIB:.1f} GiB of weights do not fit"
+    import torch
+
+    if torch.cuda.is_available():
+        free_gpu = torch.cuda.mem_get_info()[0]
+        if free_gpu < spec.num_params * 2:
+            return f"the GPU has {free_gpu / GIB:.1f} GiB free, building its {spec.num_params * 2 / GIB:.1f} GiB of bf16 weights does not fit"
+    return None
+
+
+def plan_stages(args: argparse.Namespace) -> list[tuple[str, str, str]]:
+    """(model key, backend, stage) in running order: unsloth pair, train(), other backends, then the next model."""
+    stages = []
+    for model in args.model_list:
+        for i, backend in enumerate(args.backend_list):
+            stages.append((model, backend, "pair"))
+            if i == 0 and model in ("7b", "tiny") and args.train_stage:
+                stages.append((model, backend, "train"))
+    return stages
+
+
+def print_row(row: dict[str, Any]) -> None:
+    print("gpu_check: RESULT " + format_results([row]).splitlines()[-1], flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    if args.worker:
-        result = run_pair(args.model_dir, args.model_name, args.backend, args)
-        args.result_file.write_text(json.dumps(result))
-        return 0
-
     import torch
 
     cuda = torch.cuda.is_available()
@@ -383,40 +330,50 @@ def main(argv: list[str] | None = None) -> int:
     specs = {m: spec_for(m) for m in args.model_list}
     work_dir = args.work_dir or default_work_dir(max(checkpoint_bytes(s) for s in specs.values()))
     work_dir.mkdir(parents=True, exist_ok=True)
-    print(f"gpu_check: models {', '.join(s.name for s in specs.values())}; backends {', '.join(args.backend_list)}; "
+    gpu = f"{torch.cuda.get_device_name(0)}, {torch.cuda.mem_get_info()[1] / GIB:.0f} GiB" if cuda else "no GPU (dry run)"
+    print(f"gpu_check: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {gpu}; torch {torch.__version__}; "
           f"{args.steps} steps of {args.prompts_per_step} prompt(s) x G={args.num_generations}, {args.completion_tokens}-token completions; "
-          f"work dir {work_dir}", flush=True)
+          f"time budget {args.time_budget_s:.0f} s; work dir {work_dir}", flush=True)
     start = time.perf_counter()
     rows: list[dict[str, Any]] = []
-    for key, spec in specs.items():
-        elapsed = time.perf_counter() - start
-        if elapsed > args.time_budget_s:
-            rows += [{"model": spec.name, "backend": b, "status": "skipped: time budget"} for b in args.backend_list]
-            continue
-        model_dir = work_dir / spec.name
-        try:
-            t0 = time.perf_counter()
-            build_checkpoint(spec, model_dir, args.tokenizer)
-            print(f"gpu_check: built {spec.name} ({spec.num_params / 1e9:.2f}B params) in {time.perf_counter() - t0:.0f}s", flush=True)
-        except (RuntimeError, ValueError) as err:
-            rows += [{"model": spec.name, "backend": b, "status": f"not built: {err}"} for b in args.backend_list]
-            continue
-        for backend in args.backend_list:
+    built: dict[str, Path | str] = {}
+    for key, backend, stage in plan_stages(args):
+        spec = specs[key]
+        base = {"stage": stage, "model": spec.name, "backend": backend}
+        remaining = args.time_budget_s - (time.perf_counter() - start)
+        if key not in built:
+            why = room_for(spec, work_dir) if key == "32b" else None
+            if why is None and remaining <= 0:
+                why = "time budget"
+            if why is None:
+                try:
+                    t0 = time.perf_counter()
+                    built[key] = build_checkpoint(spec, work_dir / spec.name, args.tokenizer)
+                    print(f"gpu_check: built {spec.name} ({spec.num_params / 1e9:.2f}B params) in {time.perf_counter() - t0:.0f} s", flush=True)
+                except (RuntimeError, ValueError) as err:
+                    why = f"not built: {err}"
+            if why is not None:
+                built[key] = why
+                print(f"gpu_check: skipping {spec.name}: {why}", flush=True)
+        if isinstance(built[key], str):
+            row = {**base, "status": f"skipped: {built[key]}"}
+        else:
             remaining = args.time_budget_s - (time.perf_counter() - start)
             if remaining <= 0:
-                rows.append({"model": spec.name, "backend": backend, "status": "skipped: time budget"})
-                continue
-            row = _run_worker(model_dir, spec.name, backend, args, timeout=remaining)
-            rows.append(row)
-            print(f"gpu_check: {spec.name}/{backend}: {row.get('status')}", flush=True)
-        if not args.keep:
-            shutil.rmtree(model_dir, ignore_errors=True)
+                row = {**base, "status": "skipped: time budget"}
+            else:
+                row = run_stage(stage, built[key], spec.name, backend, args, timeout=min(args.stage_timeout_s, remaining))
+        rows.append(row)
+        print_row(row)
+        last_of_model = all(k != key for k, _, _ in plan_stages(args)[len(rows):])
+        if last_of_model and isinstance(built[key], Path) and not args.keep:
+            shutil.rmtree(built[key], ignore_errors=True)
     print()
     print(format_results(rows))
-    print(f"\ntotal {time.perf_counter() - start:.0f}s; planner estimate includes 1 GiB CUDA context not seen by max_memory_allocated")
+    print(f"\ntotal {time.perf_counter() - start:.0f}s; the plan's estimate includes 1 GiB CUDA context not seen by max_memory_allocated")
     if args.json:
         print(json.dumps(rows, indent=2))
-    return 0 if all(r.get("status") == "ok" for r in rows) else 1
+    return 0 if all(r.get("status") == "ok" or str(r.get("status", "")).startswith("skipped") for r in rows) else 1
 
 
 if __name__ == "__main__":

@@ -1,10 +1,15 @@
-"""Chunked forward/backward passes give the unchunked gradient; out-of-memory back-off is exact and bounded."""
+"""Chunked forward/backward passes give the unchunked gradient; out-of-memory back-off is exact and bounded.
+
+Out-of-memory errors are injected (TRL's ``compute_loss`` or generation raises ``torch.OutOfMemoryError``)."""
+import weakref
+
 import pytest
 import torch
 from transformers import TrainerCallback
 
 from gapo_lite.training import TrainConfig, build_trainer
-from gapo_lite.training.backoff import OutOfMemoryAtChunkOne
+from gapo_lite.training.backoff import GLOBAL_NORM, ROW_MEAN, TOKEN_MEAN, GenerationOutOfMemory, OutOfMemoryAtChunkOne
+from gapo_lite.training.config import LOSS_TYPES
 
 G, PROMPTS = 8, 2  # one optimizer step sees 16 completions
 
@@ -17,7 +22,7 @@ class GradCapture(TrainerCallback):
         self.grads = {n: p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None}
 
 
-def one_step(small_vocab_model, tmp_path, chunk, monkeypatch=None, oom_if=None, table=None):
+def one_step(small_vocab_model, tmp_path, chunk, monkeypatch=None, oom_if=None, table=None, loss_type="dapo", on_call=None):
     """Gradient of one GAPO update at ``chunk`` completions per pass (after any back-off)."""
     import trl
 
@@ -33,13 +38,18 @@ def one_step(small_vocab_model, tmp_path, chunk, monkeypatch=None, oom_if=None, 
     config = TrainConfig(
         model=str(path), num_generations=G, prompts_per_step=PROMPTS, max_completion_length=3, max_steps=1,
         learning_rate=1e-4, max_grad_norm=0.0, chunk_size=chunk, output_dir=str(tmp_path / f"run{chunk}"), save_steps=100,
+        loss_type=loss_type, scale_rewards="none" if loss_type == "dr_grpo" else "group",
     )
     capture = GradCapture()
     if oom_if is not None:
         original = trl.GRPOTrainer.compute_loss
 
         def flaky(self, model, inputs, *args, **kwargs):
+            if on_call is not None:
+                on_call()
             if oom_if(self, inputs["completion_ids"].shape[0]):
+                held = FailedStepMemory()  # stands for the failed step's activations, alive while its frame is
+                FailedStepMemory.refs.append(weakref.ref(held))
                 raise torch.OutOfMemoryError("CUDA out of memory (injected)")
             return original(self, model, inputs, *args, **kwargs)
 
@@ -48,6 +58,10 @@ def one_step(small_vocab_model, tmp_path, chunk, monkeypatch=None, oom_if=None, 
     trainer.gapo_plan_table = table
     trainer.train()
     return capture.grads, trainer
+
+
+class FailedStepMemory:
+    refs: list = []
 
 
 def rel_error(a, b):
@@ -99,3 +113,89 @@ def test_oom_in_a_later_micro_step_redoes_the_window(small_vocab_model, tmp_path
 def test_oom_at_chunk_one_stops_with_the_plan_table(small_vocab_model, tmp_path, monkeypatch):
     with pytest.raises(OutOfMemoryAtChunkOne, match="(?s)even with 1 completion.*PLAN TABLE"):
         one_step(small_vocab_model, tmp_path, 4, monkeypatch, oom_if=lambda self, rows: True, table="PLAN TABLE")
+
+
+@pytest.mark.parametrize("micro_step", [2, 3])
+def test_oom_at_a_later_micro_step_keeps_the_gradient(small_vocab_model, tmp_path, reference, monkeypatch, micro_step):
+    # chunk 4 = 4 micro-steps; micro-step `micro_step` fails once, after `micro_step` were accumulated
+    fired = []
+
+    def oom_if(self, rows):
+        if self._step % 4 == micro_step and rows == 4 and not fired:
+            fired.append(self._step)
+            return True
+        return False
+
+    grads, trainer = one_step(small_vocab_model, tmp_path, 4, monkeypatch, oom_if=oom_if)
+    assert fired == [micro_step] and [b["chunk_size"] for b in trainer.gapo_backoffs] == [2]
+    assert rel_error(grads, reference) <= 1e-5
+
+
+def test_second_oom_during_the_redo_backs_off_again(small_vocab_model, tmp_path, reference, monkeypatch):
+    # micro-step 3 of 4 fails at chunk 4; the redo's first pass (micro-step 0 at chunk 2) fails too
+    state = {"first": False, "second": False}
+
+    def oom_if(self, rows):
+        if not state["first"] and self._step % 4 == 3 and rows == 4:
+            state["first"] = True
+            return True
+        if state["first"] and not state["second"]:
+            state["second"] = True
+            assert self._step % 4 == 3 and rows == 2  # the redo, at the halved chunk, with TRL's step counter kept
+            return True
+        return False
+
+    grads, trainer = one_step(small_vocab_model, tmp_path, 4, monkeypatch, oom_if=oom_if)
+    assert state == {"first": True, "second": True}
+    assert [b["chunk_size"] for b in trainer.gapo_backoffs] == [2, 1]
+    assert rel_error(grads, reference) <= 1e-5
+
+
+def test_failed_step_is_freed_before_the_redo(small_vocab_model, tmp_path, reference, monkeypatch):
+    """The redo starts only once the failed step's frames (and what they hold) are gone."""
+    FailedStepMemory.refs.clear()
+    alive_at_redo = []
+    fired = []
+
+    def oom_if(self, rows):
+        if self._step % 4 == 2 and rows == 4 and not fired:
+            fired.append(True)
+            return True
+        return False
+
+    def on_call():
+        if fired and len(alive_at_redo) == 0:
+            alive_at_redo.append(FailedStepMemory.refs[-1]() is not None)
+
+    grads, _ = one_step(small_vocab_model, tmp_path, 4, monkeypatch, oom_if=oom_if, on_call=on_call)
+    assert alive_at_redo == [False]
+    assert rel_error(grads, reference) <= 1e-5
+
+
+def test_oom_during_generation_names_it_and_does_not_halve(small_vocab_model, tmp_path, monkeypatch):
+    import trl
+
+    def generation_oom(self, inputs):
+        raise torch.OutOfMemoryError("CUDA out of memory (injected in generation)")
+
+    monkeypatch.setattr(trl.GRPOTrainer, "_generate_and_score_completions", generation_oom)
+    with pytest.raises(GenerationOutOfMemory, match="(?s)GENERATING.*prompts_per_step=2.*fast_inference=True.*max_completion_length=3"):
+        one_step(small_vocab_model, tmp_path, 4, monkeypatch)
+
+
+def test_every_loss_type_has_a_split_rule():
+    assert GLOBAL_NORM | ROW_MEAN | TOKEN_MEAN == set(LOSS_TYPES)
+    assert not (GLOBAL_NORM & ROW_MEAN or GLOBAL_NORM & TOKEN_MEAN or ROW_MEAN & TOKEN_MEAN)
+
+
+_REFERENCES: dict = {}
+
+
+@pytest.mark.parametrize("loss_type", [lt for lt in LOSS_TYPES if lt != "dapo"])
+def test_backoff_is_exact_for_every_loss_type(small_vocab_model, tmp_path, monkeypatch, loss_type):
+    """Each loss type's re-weighting: 16 completions, passes above 4 "run out of memory" (16 -> 8 -> 4)."""
+    reference, _ = one_step(small_vocab_model, tmp_path / "ref", 16, loss_type=loss_type)
+    assert sum(float(g.abs().sum()) for g in reference.values()) > 0
+    grads, trainer = one_step(small_vocab_model, tmp_path / "oom", 16, monkeypatch, oom_if=lambda self, rows: rows > 4, loss_type=loss_type)
+    assert trainer.loss_type == loss_type and [b["chunk_size"] for b in trainer.gapo_backoffs] == [8, 4]
+    assert rel_error(grads, reference) <= 1e-5

@@ -1,4 +1,5 @@
-"""The CPU-runnable parts of scripts/gpu_check.py: arguments, model configs, tokenizer padding, table, dry run."""
+"""The CPU-runnable parts of scripts/gpu_check.py: arguments, model configs, tokenizer padding, table, streaming and
+per-stage timeouts (a fake worker stands in for a GPU stage), the 32B room check, the dry run."""
 from __future__ import annotations
 
 import importlib.util
@@ -31,8 +32,12 @@ def test_arguments(script):
     args = script.parse_args([])
     assert args.model_list == ["7b", "32b"] and args.backend_list == ["unsloth", "transformers"]
     assert (args.steps, args.num_generations, args.completion_tokens) == (2, 32, 256)
+    assert args.train_stage and args.time_budget_s + 30 <= 7 * 60  # the default run ends within 7 minutes
     quick = script.parse_args(["--quick"])
-    assert (quick.model_list, quick.backend_list, quick.steps) == (["7b"], ["unsloth"], 1)
+    assert (quick.model_list, quick.backend_list, quick.steps, quick.train_stage) == (["7b"], ["unsloth"], 1, False)
+    stages = script.plan_stages(args)
+    assert stages[:3] == [("7b", "unsloth", "pair"), ("7b", "unsloth", "train"), ("7b", "transformers", "pair")]
+    assert stages[3:] == [("32b", "unsloth", "pair"), ("32b", "transformers", "pair")]  # 32B last: first to be skipped
     assert script.parse_args(["--skip-32b"]).model_list == ["7b"]
     assert script.parse_args(["--models", "32b", "--backends", "transformers"]).backend_list == ["transformers"]
     dry = script.parse_args(["--dry-run"])
@@ -75,16 +80,91 @@ def test_tokenizer_padded_to_vocab(script):
 
 def test_format_results(script):
     rows = [
-        {"model": "Qwen2.5-7B", "backend": "unsloth", "status": "ok", "peak_vram_bytes": 16 * script.GIB, "estimate_bytes": 20 * script.GIB,
-         "chunk_size": 8, "step_seconds": 12.345, "tokens_per_second": 1234.4},
-        {"model": "Qwen2.5-32B", "backend": "transformers", "status": "skipped: time budget"},
+        {"stage": "pair", "model": "Qwen2.5-7B", "backend": "unsloth", "status": "ok", "peak_vram_bytes": 16 * script.GIB,
+         "estimate_bytes": 20 * script.GIB, "chunk_size": 8, "step_seconds": 12.345, "tokens_per_second": 1234.4},
+        {"stage": "pair", "model": "Qwen2.5-32B", "backend": "transformers", "status": "skipped: time budget"},
     ]
     table = script.format_results(rows).splitlines()
-    assert table[0].split()[:2] == ["model", "backend"]
+    assert table[0].split()[:3] == ["model", "backend", "stage"]
     first = table[2].split()
-    assert first[:6] == ["Qwen2.5-7B", "unsloth", "16.00", "20.00", "1.25", "8"]
-    assert first[6:9] == ["12.3", "1234", "ok"]
-    assert table[3].split()[:4] == ["Qwen2.5-32B", "transformers", "-", "-"] and table[3].endswith("skipped: time budget")
+    assert first[:7] == ["Qwen2.5-7B", "unsloth", "pair", "16.00", "20.00", "1.25", "8"]
+    assert first[7:10] == ["12.3", "1234", "ok"]
+    assert table[3].split()[:5] == ["Qwen2.5-32B", "transformers", "pair", "-", "-"] and table[3].endswith("skipped: time budget")
+
+
+def test_stage_figures_are_streamed_and_kept_when_the_stage_times_out(script, tmp_path, capsys, monkeypatch):
+    """A stage that prints a figure and then hangs: the figure is printed at once and kept; the stage is stopped."""
+    fake = [sys.executable, "-c", "import time; print('gpu_check: [fake] step 1: 9.9 s', flush=True); time.sleep(60)"]
+    monkeypatch.setattr(script, "worker_command", lambda *a, **k: fake)
+    args = script.parse_args(["--dry-run"])
+    (tmp_path / "m").mkdir()
+    start = __import__("time").perf_counter()
+    row = script.run_stage("pair", tmp_path / "m", "tiny", "transformers", args, timeout=3)
+    assert __import__("time").perf_counter() - start < 30
+    assert row["status"].startswith("timed out after 3s")
+    assert "  | gpu_check: [fake] step 1: 9.9 s" in capsys.readouterr().out
+
+
+def test_each_row_is_printed_when_its_stage_ends(script, tmp_path, capsys, monkeypatch):
+    """The first stage's row is out before the second stage starts (so a kill of the whole run keeps it)."""
+    calls = []
+
+    def fake_stage(stage, model_dir, model_name, backend, args, timeout):
+        calls.append(stage)
+        if stage == "train":
+            raise KeyboardInterrupt  # the run is killed during the second stage
+        return {"stage": stage, "model": model_name, "backend": backend, "status": "ok", "peak_vram_bytes": 3 * script.GIB,
+                "estimate_bytes": 4 * script.GIB, "chunk_size": 4, "step_seconds": 1.5}
+
+    monkeypatch.setattr(script, "run_stage", fake_stage)
+    monkeypatch.setattr(script, "build_checkpoint", lambda spec, out_dir, tok=None: out_dir)
+    with pytest.raises(KeyboardInterrupt):
+        script.main(["--dry-run", "--work-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert calls == ["pair", "train"]
+    result = [line for line in out.splitlines() if line.startswith("gpu_check: RESULT")]
+    assert len(result) == 1 and result[0].split()[2:5] == ["tiny-dry-run", "transformers", "pair"] and "3.00" in result[0]
+
+
+def test_32b_is_skipped_saying_why_when_its_weights_do_not_fit(script, tmp_path, capsys, monkeypatch):
+    import collections
+
+    spec = script.spec_for("32b")
+    usage = collections.namedtuple("usage", "total used free")
+    monkeypatch.setattr(script.shutil, "disk_usage", lambda path: usage(100 * script.GIB, 50 * script.GIB, 50 * script.GIB))
+    why = script.room_for(spec, tmp_path)
+    assert why is not None and "50.0 GiB free" in why and "do not fit" in why
+    monkeypatch.setattr(script.shutil, "disk_usage", lambda path: usage(200 * script.GIB, 0, 200 * script.GIB))
+    assert script.room_for(spec, tmp_path) is None  # no GPU here to ask; disk has room
+
+    monkeypatch.setattr(script.shutil, "disk_usage", lambda path: usage(100 * script.GIB, 50 * script.GIB, 50 * script.GIB))
+    args = script.parse_args(["--dry-run", "--work-dir", str(tmp_path), "--no-train-stage"])
+    args.model_list = ["tiny", "32b"]
+    monkeypatch.setattr(script, "parse_args", lambda argv=None: args)
+    monkeypatch.setattr(script, "build_checkpoint", lambda spec, out_dir, tok=None: out_dir)
+    monkeypatch.setattr(script, "run_stage", lambda stage, d, name, backend, a, timeout: {"stage": stage, "model": name, "backend": backend, "status": "ok"})
+    assert script.main([]) == 0
+    out = capsys.readouterr().out
+    assert "skipping Qwen2.5-32B: " in out and "do not fit" in out
+    assert [line.split()[2] for line in out.splitlines() if line.startswith("gpu_check: RESULT")] == ["tiny-dry-run", "Qwen2.5-32B"]
+
+
+def test_train_stage_runs_the_recipe_with_a_capped_budget():
+    import argparse
+
+    from gapo_lite.training.recipes import load_recipe_file
+
+    worker = importlib.util.spec_from_file_location("gpu_check_worker", SCRIPT.parent / "gpu_check_worker.py")
+    module = importlib.util.module_from_spec(worker)
+    worker.loader.exec_module(module)
+    args = argparse.Namespace(model_dir=Path("/x/7b"), backend="unsloth", steps=2, out_dir=Path("/x/out"), prompts_per_step=1,
+                              num_generations=32, train_budget_gb=40.0, completion_tokens=256, lora_rank=64)
+    config = load_recipe_file("qwen7b_lists").config.with_overrides(module.train_overrides(args, cuda=True))
+    assert (config.model, config.backend, config.max_steps, config.save_steps, config.memory_budget_gb) == ("/x/7b", "unsloth", 2, 2, 40.0)
+    # the recipe's own settings on a GPU (not the pair stage's 1 prompt and 256 tokens)
+    assert (config.num_generations, config.prompts_per_step, config.max_completion_length, config.lora_r, config.load_in_4bit) == (32, 8, 32, 64, True)
+    dry = load_recipe_file("qwen7b_lists").config.with_overrides(module.train_overrides(args, cuda=False))
+    assert (dry.prompts_per_step, dry.load_in_4bit, dry.memory_budget_gb) == (1, False, None)
 
 
 def test_no_gpu_without_dry_run_is_refused(script, capsys):
@@ -96,8 +176,9 @@ def test_no_gpu_without_dry_run_is_refused(script, capsys):
     assert "--dry-run" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_dry_run_end_to_end(script, tmp_path, capsys):
-    """The same path as on the GPU (build, subprocess worker, GRPOTrainer + GroupReward, plan), tiny and on CPU."""
+    """The same stages as on the GPU (build, worker subprocesses, build_trainer + plan, train()), tiny and on CPU."""
     import torch
 
     if torch.cuda.is_available():
@@ -105,8 +186,11 @@ def test_dry_run_end_to_end(script, tmp_path, capsys):
     assert script.main(["--dry-run", "--work-dir", str(tmp_path), "--json"]) == 0
     out = capsys.readouterr().out
     rows = json.loads(out[out.index("\n[") + 1:])
-    (row,) = rows
-    assert row["status"] == "ok" and row["backend"] == "transformers"
+    row, trained = rows
+    assert trained["stage"] == "train" and trained["status"] == "ok"
+    assert trained["checkpoint"] == "checkpoint-2" and trained["adapter_saved"] and trained["steps"] == 2
+    assert "[tiny-dry-run/transformers/train] step 2:" in out  # figures printed as measured
+    assert row["status"] == "ok" and row["backend"] == "transformers" and row["stage"] == "pair"
     assert row["generated_tokens"] == 2 * 4 * 8  # 2 steps x G=4 x 8 tokens: completions forced to full length
     assert row["chunk_size"] * row["steps_per_generation"] == 4
     assert row["prompt_tokens"] > 10 and row["estimate_bytes"] > 0

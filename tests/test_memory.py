@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gapo_lite.memory import GIB, MemoryPlanError, ModelSpec, PlanSettings, estimate_terms, plan_memory
+from gapo_lite.memory import GIB, MemoryPlanError, ModelSpec, PlanSettings, estimate_terms, minimum_budget_bytes, plan_memory
 from gapo_lite.memory.planner import candidate_chunk_sizes, lora_parameter_count, phase_bytes
 from gapo_lite.memory.specs import count_parameters
 
@@ -17,52 +17,102 @@ TOY = ModelSpec(name="toy", num_params=count_parameters(**TOY_SHAPES), **TOY_SHA
 
 
 def toy_settings(**overrides) -> PlanSettings:
-    base = dict(quantization="32bit", lora_rank=2, num_generations=2, prompts_per_step=2, prompt_tokens=3, completion_tokens=5, backend="transformers")
+    base = dict(quantization="32bit", lora_rank=2, num_generations=2, prompts_per_step=2, prompt_tokens=3, completion_tokens=5,
+                backend="transformers", optimizer="adamw")
     return PlanSettings(**{**base, **overrides})
 
 
+# Expected values below are worked out by hand from the toy's shapes (L=3 layers, h=8, 2 heads of 4, 1 KV head:
+# kv=4, I=16, V=100, tied), never by calling the planner's helpers: 4 sequences (2 prompts x G=2) of
+# P=3 + C=5 = 8 tokens; a micro-batch of 2 completions is 16 tokens.
+
+
 def test_toy_shapes_by_hand():
-    # head_dim 4, q 8, kv 4. Per layer: q 64+8, k 32+4, v 32+4, o 64, mlp 3*8*16=384, norms 16 -> 608.
-    assert TOY.num_params == 3 * 608 + 8 + 100 * 8 == 2632
-    assert TOY.linear_params == 3 * (64 + 32 + 32 + 64 + 384) == 1728
-    # LoRA r=2 per layer: q (8+8), k (8+4), v (8+4), o (8+8), gate (8+16), up (8+16), down (16+8) = 128
-    assert lora_parameter_count(TOY, 2) == 3 * 2 * 128 == 768
+    # Per layer: q 8*8+8 = 72, k 8*4+4 = 36, v 36, o 64, mlp 3*8*16 = 384, norms 16 -> 608; + final norm 8 + embedding 800.
+    assert TOY.num_params == 2632
+    assert TOY.linear_params == 1728  # 3 * (64 + 32 + 32 + 64 + 384)
+    # LoRA r=2 per layer: q 2*(8+8)=32, k 2*(8+4)=24, v 24, o 32, gate 2*(8+16)=48, up 48, down 48 -> 256; x 3 layers
+    assert lora_parameter_count(TOY, 2) == 768
 
 
 def test_terms_by_hand_transformers_32bit():
     terms = estimate_terms(TOY, toy_settings(), chunk_size=2)
-    assert terms["weights"] == 4 * 2632
-    assert terms["lora_params_and_optimizer"] == 768 * 16
-    # 2 completions x 8 tokens = 16 tokens; one recomputed layer saves 20*8 + 3*4 + 5*16 + 7*2 = 266 elements/token
-    # and its backward adds 2*8 + 2*16 = 48, 4 bytes each; + 3 checkpointed layer inputs (16*8*4 each)
-    # + final norm/hidden (2*16*8*4)
-    assert terms["activations"] == 16 * (266 + 48) * 4 + 3 * 16 * 8 * 4 + 2 * 16 * 8 * 4 == 22656
-    # logits of 2 x (5+1) positions and their gradient, 4 bytes, + one completion's fp32 workspace
-    assert terms["logits_and_logprobs"] == 2 * 2 * 6 * 100 * 4 + 2 * 5 * 100 * 4 == 13600
-    # 4 sequences x 8 tokens x 3 layers x (K, V) x kv_dim 4 x 4 bytes
-    assert terms["kv_cache"] == 4 * 8 * 3 * 2 * 4 * 4 == 3072
-    # prefill 4*3*(3*16+4*8)*4 = 3840 minus not-yet-cached completion KV 1920 = 1920, vs decode:
-    # one layer's KV copy 1024 + 3 * 4 seqs * 100 vocab * 4 bytes = 5824
+    assert terms["weights"] == 10528  # 2632 params x 4 bytes
+    assert terms["lora_params_and_optimizer"] == 12288  # 768 x (param 4 + grad 4 + two fp32 states 8)
+    # 16 tokens; one recomputed layer saves 160+12+80+14 = 266 elements/token, its backward 16+32 = 48 more:
+    # 16*314*4 = 20096; three checkpointed layer inputs 3*16*8*4 = 1536; final norm + last hidden 2*16*8*4 = 1024
+    assert terms["activations"] == 22656
+    # logits of 2 completions x 6 kept positions x 100 and their gradient (4 bytes): 9600; one fp32 log-softmax workspace 2*5*100*4 = 4000
+    assert terms["logits_and_logprobs"] == 13600
+    # 4 sequences x 8 rows x 3 layers x (K and V) x 4 x 4 bytes
+    assert terms["kv_cache"] == 3072
+    # prefill 4*3*(48+32)*4 = 3840 minus the 5 completion rows not cached yet (1920) = 1920;
+    # decode: one layer's KV copy 1024 + 3 * 4 seqs * 100 * 4 = 4800 -> 5824 (the larger)
     assert terms["generation_transient"] == 5824
+    assert terms["vllm_pool"] == 0
     assert terms["cuda_overhead"] == GIB
     phases = phase_bytes(terms)
-    assert phases["peak"] == 4 * 2632 + 768 * 16 + GIB + max(22656 + 13600, 3072 + 5824)
+    assert phases["peak"] == 10528 + 12288 + GIB + 36256  # training 22656 + 13600 = 36256 beats generation 8896
 
 
 def test_terms_by_hand_other_settings():
     no_ckpt = estimate_terms(TOY, toy_settings(gradient_checkpointing=False), chunk_size=2)
-    assert no_ckpt["activations"] == 3 * 16 * 266 * 4 + 16 * 48 * 4 + 2 * 16 * 8 * 4 == 55168
+    assert no_ckpt["activations"] == 55168  # 3 layers * 16 * 266 * 4 = 51072, backward 16*48*4 = 3072, final 1024
     unsloth32 = estimate_terms(TOY, toy_settings(backend="unsloth"), chunk_size=2)
-    assert unsloth32["activations"] == 16 * 314 * 4 + 2 * 16 * 8 * 4 + 2 * 16 * 8 * 4  # checkpoints offloaded: 2 layers kept
+    assert unsloth32["activations"] == 22144  # 20096 + only 2 layer inputs on the GPU (1024) + final 1024
     q4u = estimate_terms(TOY, toy_settings(quantization="4bit", backend="unsloth"), chunk_size=2)
-    assert q4u["weights"] == math.ceil(1728 * (0.5 + 1 / 64 + 4 / 16384)) + 2 * (2632 - 1728) == 892 + 1808
-    # Unsloth logits: completion hidden + grad (2*2*5*8*2 bytes) + a chunk of min(10, max(ceil(5/4), 512)) rows at 8 B/logit
-    assert q4u["logits_and_logprobs"] == 2 * 2 * 5 * 8 * 2 + 10 * 100 * 8
-    assert q4u["kv_cache"] == 3072 // 2
+    # NF4: 1728 * 0.5 = 864 + absmax 1728/64 = 27 + 1728*4/16384 = 0.42 -> ceil 892; 904 other params in 16-bit: 1808
+    assert q4u["weights"] == 2700
+    # completion hidden + grad 2*2*5*8*2 = 320; a chunk of min(10 rows, max(ceil(5/4), 512)) = 10 rows x 100 x 8 bytes = 8000
+    assert q4u["logits_and_logprobs"] == 8320
     q4t = estimate_terms(TOY, toy_settings(quantization="4bit"), chunk_size=2)
-    assert q4t["weights"] == 892 + 4 * (2632 - 1728)  # peft casts unquantized params to fp32
+    assert q4t["weights"] == 892 + 3616  # peft casts the 904 unquantized params to fp32
+    assert q4t["kv_cache"] == 1536  # 16-bit KV: half of 3072
     eight_bit = estimate_terms(TOY, toy_settings(optimizer="adamw_8bit"), chunk_size=2)
-    assert eight_bit["lora_params_and_optimizer"] == 768 * 10
+    assert eight_bit["lora_params_and_optimizer"] == 7680  # 768 x (4 + 4 + 1 + 1)
+
+
+def test_unsloth_kv_cache_is_its_decode_buffer():
+    # Unsloth's decode buffer: 512 + P + 1 = 516 rows per sequence (not P + C = 8): 4 seqs x 516 x 3 x 2 x 4 x 4 bytes
+    terms = estimate_terms(TOY, toy_settings(backend="unsloth"), chunk_size=2)
+    assert terms["kv_cache"] == 198144
+    # its buffer appears at the first decode step, so prefill holds only the 3 prompt rows (1152 bytes):
+    # decode transient = that prompt cache 1152 + last-position logits 4800
+    assert terms["generation_transient"] == 5952
+    # 600 completion tokens overflow the first 512 rows once: 3 + 1 + 2*512 = 1028 rows
+    long = estimate_terms(TOY, toy_settings(backend="unsloth", completion_tokens=600), chunk_size=1)
+    assert long["kv_cache"] == 4 * 1028 * 3 * 2 * 4 * 4
+    # Qwen2.5-7B, 256 sequences, P = C = 256: 769 rows x 28 layers x 2 x 512 x 2 bytes
+    plan = plan_memory(ModelSpec.builtin("qwen2.5-7b"), budget_bytes=80 * GIB)
+    assert plan.terms["kv_cache"] == 11_288_969_216
+
+
+def test_vllm_pool_replaces_generation_terms():
+    s = toy_settings(backend="unsloth", fast_inference=True, gpu_memory_utilization=0.5, gpu_total_bytes=1_000_000)
+    terms = estimate_terms(TOY, s, chunk_size=2)
+    assert terms["kv_cache"] == terms["generation_transient"] == 0  # generation happens inside vLLM's reservation
+    assert terms["vllm_pool"] == 500_000 - 10528  # half of 1 MB, minus the weights it shares with training
+    assert phase_bytes(terms)["resident"] == 500_000 + 12288 + GIB
+    with pytest.raises(ValueError, match="gpu_memory_utilization"):
+        estimate_terms(TOY, toy_settings(backend="unsloth", fast_inference=True, gpu_total_bytes=10_000), chunk_size=2)
+    with pytest.raises(ValueError, match="unsloth"):
+        toy_settings(fast_inference=True)
+
+
+def test_minimum_budget_is_the_chunk_one_peak():
+    s = toy_settings()
+    smallest = minimum_budget_bytes(TOY, s)
+    # chunk 1: 8 tokens; activations 8*314*4 + 3*8*8*4 + 2*8*8*4 = 10048 + 768 + 512 = 11328;
+    # logits 2*1*6*100*4 + 4000 = 8800 -> training 20128 > generation 8896
+    assert smallest == 10528 + 12288 + GIB + 20128
+    assert plan_memory(TOY, budget_bytes=smallest, **_plan_kwargs(s)).chunk_size == 1
+    with pytest.raises(MemoryPlanError):
+        plan_memory(TOY, budget_bytes=smallest - 1, **_plan_kwargs(s))
+
+
+def _plan_kwargs(s: PlanSettings) -> dict:
+    return dict(quantization=s.quantization, lora_rank=s.lora_rank, num_generations=s.num_generations, prompts_per_step=s.prompts_per_step,
+                prompt_tokens=s.prompt_tokens, completion_tokens=s.completion_tokens, backend=s.backend, optimizer=s.optimizer)
 
 
 def test_qwen_builtins_match_public_counts():
@@ -88,8 +138,9 @@ def test_qwen7b_is_physically_sensible():
     assert 4.5e9 < plan.terms["weights"] < 6.0e9  # ~0.5 byte/param for 6.5B projection weights + 16-bit embeddings/head
     assert plan.fits and 1 <= plan.chunk_size <= 64
     assert plan.estimated_peak_bytes <= 24 * GIB
-    # the spec's KV formula: 256 sequences x 512 tokens x 28 layers x 2 x 4 kv heads x 128 x 2 bytes
-    assert plan.terms["kv_cache"] == 256 * 512 * 28 * 2 * 4 * 128 * 2
+    # transformers backend: 256 sequences x 512 tokens x 28 layers x (K, V) x 4 kv heads x 128 x 2 bytes = 7 GiB exactly
+    transformers = plan_memory(spec, budget_bytes=24 * GIB, backend="transformers")
+    assert transformers.terms["kv_cache"] == 7 * GIB
 
 
 def test_plan_chooses_largest_fitting_divisor():
@@ -97,11 +148,10 @@ def test_plan_chooses_largest_fitting_divisor():
     plan = plan_memory(spec, budget_bytes=16 * GIB, backend="transformers")
     s = PlanSettings(backend="transformers")
     sizes = candidate_chunk_sizes(s)
-    bigger = [c for c in sizes if c > plan.chunk_size]
     assert plan.fits and 256 % plan.chunk_size == 0
-    if bigger:
-        next_up = min(bigger)
-        assert phase_bytes(estimate_terms(spec, s, next_up))["peak"] > 16 * GIB
+    assert 1 < plan.chunk_size < 256  # the budget is chosen so that a divisor both above and below exists
+    next_up = min(c for c in sizes if c > plan.chunk_size)
+    assert phase_bytes(estimate_terms(spec, s, next_up))["peak"] > 16 * GIB
 
 
 @settings(max_examples=60, deadline=None)
@@ -133,7 +183,9 @@ def test_invariants(num_generations, prompts, world, budget_gib, backend, quanti
     assert plan.gradient_accumulation_steps == plan.steps_per_generation
     assert plan.fits and plan.estimated_peak_bytes <= plan.budget_bytes
     if backend == "unsloth":
-        assert plan.unsloth_grpo_mini_batch == plan.steps_per_generation <= gen
+        # Unsloth cuts each log-prob call into unsloth_grpo_mini_batch slices of ceil(rows / slices) rows:
+        # a training micro-batch of chunk_size rows stays in one forward pass
+        assert plan.unsloth_grpo_mini_batch == 1 and math.ceil(chunk / plan.unsloth_grpo_mini_batch) == chunk
 
 
 @settings(max_examples=40, deadline=None)
@@ -210,7 +262,7 @@ def test_grpo_kwargs_build_a_trl_config(tmp_path):
     assert config.generation_batch_size == plan.generation_batch_size == 32
     assert config.per_device_train_batch_size == plan.chunk_size
     unsloth_plan = plan_memory(ModelSpec.builtin("qwen2.5-0.5b"), budget_bytes=12 * GIB, prompts_per_step=4, num_generations=8)
-    assert unsloth_plan.grpo_kwargs()["unsloth_grpo_mini_batch"] == unsloth_plan.steps_per_generation
+    assert unsloth_plan.grpo_kwargs()["unsloth_grpo_mini_batch"] == 1
 
 
 def test_cli_json_contract(capsys):
@@ -238,3 +290,19 @@ def test_cli_table_and_failure(capsys):
     assert "does not fit" in captured.err
     assert main(["plan", "--model", "nonesuch-3b", "--budget-gb", "24"]) == 2
     assert "known models" in capsys.readouterr().err
+
+
+def test_cli_plans_the_optimizer_and_vllm_that_run(capsys):
+    from gapo_lite.cli import main
+
+    spec = ModelSpec.builtin("qwen2.5-7b")
+    assert main(["plan", "--model", "qwen2.5-7b", "--budget-gb", "80", "--json"]) == 0
+    default = json.loads(capsys.readouterr().out)
+    # train() uses adamw_8bit on CUDA, so the plan does by default: fp32 param + grad (8 bytes) + two 1-byte states
+    assert default["terms"]["lora_params_and_optimizer"] == lora_parameter_count(spec, 64) * 10
+    assert main(["plan", "--model", "qwen2.5-7b", "--budget-gb", "80", "--fast-inference", "--gpu-memory-utilization", "0.5", "--json"]) == 0
+    vllm = json.loads(capsys.readouterr().out)
+    assert vllm["terms"]["kv_cache"] == vllm["terms"]["generation_transient"] == 0
+    assert vllm["terms"]["vllm_pool"] == 40 * GIB - vllm["terms"]["weights"]  # half of 80 GiB, less the weights vLLM shares
+    assert main(["plan", "--model", "qwen2.5-7b", "--budget-gb", "80", "--fast-inference", "--backend", "transformers"]) == 2
+    assert "unsloth" in capsys.readouterr().err

@@ -104,3 +104,52 @@ def test_unsloth_backend_cpu_fallback_imports_first_and_trains(tiny_model_path, 
     assert result["tok"] != "Qwen2Tokenizer" and not result["unk"]
     assert result["grad"] > 0
     assert result["grpo_steps"] == 2  # GAPO through TRL's GRPOTrainer on the Unsloth-loaded model
+
+
+def test_vllm_wiring_reaches_unsloth_like_its_notebooks(tiny_model_path, monkeypatch):
+    """fast_inference and gpu_memory_utilization (TrainConfig fields) reach FastLanguageModel.from_pretrained; a stand-in
+    Unsloth records the call (no GPU, no vLLM here)."""
+    import dataclasses
+    import types
+
+    import gapo_lite.models as models
+    from gapo_lite.training import TrainConfig
+    from gapo_lite.training.hardware import resolve_hardware
+    from gapo_lite.training.trainer import load_for_config
+
+    calls = {}
+
+    class FastLanguageModel:
+        @staticmethod
+        def from_pretrained(**kwargs):
+            calls["load"] = kwargs
+            return object(), None
+
+        @staticmethod
+        def get_peft_model(model, **kwargs):
+            calls["peft"] = kwargs
+            return model
+
+    monkeypatch.setitem(sys.modules, "unsloth", types.SimpleNamespace(FastLanguageModel=FastLanguageModel))
+    monkeypatch.setattr(models, "cuda_available", lambda: True)
+    monkeypatch.setattr(models, "unsloth_installed", lambda: True)
+    config = TrainConfig(model=str(tiny_model_path), backend="unsloth", fast_inference=True, gpu_memory_utilization=0.7)
+    hw = dataclasses.replace(resolve_hardware(config, cuda=True, has_unsloth=True), gradient_checkpointing=False)
+    load_for_config(config, hw)
+    assert calls["load"]["fast_inference"] is True and calls["load"]["gpu_memory_utilization"] == 0.7
+    assert calls["load"]["load_in_4bit"] is True and calls["load"]["max_lora_rank"] == 64
+    assert calls["peft"]["use_gradient_checkpointing"] is False  # the hardware plan's choice, not a fixed "unsloth"
+    hw_on = dataclasses.replace(hw, gradient_checkpointing=True)
+    load_for_config(config, hw_on)
+    assert calls["peft"]["use_gradient_checkpointing"] == "unsloth"
+
+
+def test_vllm_is_an_optional_extra():
+    from pathlib import Path
+
+    import tomllib
+
+    project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    assert any(req.split("=")[0].split("[")[0].strip() == "vllm" for req in extras["vllm"])
+    assert not any("vllm" in req for req in project["dependencies"])

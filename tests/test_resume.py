@@ -6,8 +6,8 @@ from transformers import TrainerCallback
 
 from gapo_lite.rewards import FrequencyScorer
 from gapo_lite.training import TrainConfig, train
+from gapo_lite.training.callbacks import read_metrics
 from gapo_lite.training.checkpoints import MARKER, find_latest_checkpoint
-from gapo_lite.training.logging import read_metrics
 
 
 class Crash(TrainerCallback):

@@ -15,7 +15,8 @@ def test_defaults_are_the_papers():
 
 
 def test_overrides_parse_types():
-    c = TrainConfig().with_overrides(["num_generations=16", "learning_rate=3e-4", "use_lora=false", "chunk_size=none", "lora_target_modules=q_proj, v_proj", "report_to=tensorboard"])
+    c = TrainConfig().with_overrides(["num_generations=16", "learning_rate=3e-4", "use_lora=false", "chunk_size=none",
+                                      "lora_target_modules=q_proj, v_proj", "report_to=tensorboard"])
     assert c.num_generations == 16 and c.learning_rate == 3e-4 and c.use_lora is False and c.chunk_size is None
     assert c.lora_target_modules == ("q_proj", "v_proj") and c.report_to == "tensorboard"
 
@@ -80,3 +81,58 @@ def test_plan_for_config_gives_trl_valid_chunking():
     assert args.generation_batch_size == 256 and args.steps_per_generation == plan.steps_per_generation
     roomy = plan_for_config(TrainConfig(model="qwen2.5-7b", memory_budget_gb=80))
     assert roomy.chunk_size >= plan.chunk_size
+
+
+def test_32b_recipe_states_the_smallest_budget_the_planner_accepts():
+    """The figure in recipes/qwen32b_lists.py is the planner's, at the recipe's own settings (so it cannot drift)."""
+    import re
+
+    from gapo_lite.memory import GIB, MemoryPlanError, ModelSpec, PlanSettings, minimum_budget_bytes, plan_memory
+    from gapo_lite.training.recipes import load_recipe_file
+
+    recipe = load_recipe_file("qwen32b_lists")
+    text = recipe.path.read_text()
+    stated = float(re.search(r"Smallest budget the planner accepts for this recipe: ([\d.]+) GiB", text).group(1))
+    c = recipe.config
+    settings = dict(quantization="4bit", lora_rank=c.lora_r, num_generations=c.num_generations, prompts_per_step=c.prompts_per_step,
+                    prompt_tokens=128, completion_tokens=c.max_completion_length, backend="unsloth", optimizer="adamw_8bit")
+    assert stated == round(minimum_budget_bytes(ModelSpec.builtin(c.model), PlanSettings(**settings)) / GIB, 2)
+    spec = ModelSpec.builtin(c.model)
+    assert plan_memory(spec, budget_bytes=int((stated + 0.01) * GIB), **settings).fits
+    with pytest.raises(MemoryPlanError):
+        plan_memory(spec, budget_bytes=int((stated - 0.01) * GIB), **settings)
+
+
+def test_prompt_tokens_are_measured_from_the_dataset(tiny_model_path):
+    """The planner's prompt length is the dataset's longest prompt through the real tokenizer (not 256)."""
+    from gapo_lite.data import build_list_dataset
+    from gapo_lite.models import load_tokenizer
+    from gapo_lite.training.planning import measure_prompt_tokens
+
+    tok = load_tokenizer(tiny_model_path)
+    dataset = build_list_dataset(40, seed=3)
+    # independently: the chat template's own tokenisation of every row
+    lengths = [len(tok.apply_chat_template(row["prompt"], add_generation_prompt=True, tokenize=True, return_dict=True)["input_ids"]) for row in dataset]
+    assert measure_prompt_tokens(tok, dataset) == max(lengths)
+    assert measure_prompt_tokens(tok, dataset, sample=1) == lengths[0]
+    assert 20 < max(lengths) < 256
+    with pytest.raises(ValueError, match="empty"):
+        measure_prompt_tokens(tok, dataset.select([]))
+
+
+def test_cuda_chunking_plans_with_the_measured_prompts_and_the_real_backend():
+    import dataclasses
+
+    from gapo_lite.training.hardware import resolve_hardware
+    from gapo_lite.training.trainer import resolve_chunk_size
+
+    config = TrainConfig(model="qwen2.5-7b", memory_budget_gb=24, max_completion_length=32)
+    gpu = dataclasses.replace(resolve_hardware(config), cuda=True, backend="unsloth", precision="unsloth", optim="adamw_8bit",
+                              gradient_checkpointing=True, load_in_4bit=True)
+    chunking = resolve_chunk_size(config, gpu, prompt_tokens=90)
+    assert "90 prompt + 32 completion tokens" in chunking.table and "backend unsloth" in chunking.table
+    assert chunking.plan.settings["optimizer"] == "adamw_8bit" and chunking.plan.chunk_size == chunking.chunk_size
+    assert chunking.extras == {"unsloth_grpo_mini_batch": 1}
+    assert 256 % chunking.chunk_size == 0
+    cpu = resolve_chunk_size(config, resolve_hardware(config))
+    assert (cpu.chunk_size, cpu.table, cpu.extras) == (256, None, {})  # CPU: one pass, no plan

@@ -14,12 +14,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lora-rank", type=int, default=64)
     parser.add_argument("--num-generations", type=int, default=32, help="G, completions per prompt")
     parser.add_argument("--prompts-per-step", type=int, default=8)
-    parser.add_argument("--prompt-tokens", type=int, default=256, help="longest prompt, in tokens")
+    parser.add_argument("--prompt-tokens", type=int, default=256, help="longest prompt, in tokens (train() measures it from the dataset)")
     parser.add_argument("--completion-tokens", type=int, default=256, help="max_completion_length")
     parser.add_argument("--budget-gb", type=float, default=None, help="memory budget per GPU in GiB (default: free memory of the current CUDA GPU)")
     parser.add_argument("--world-size", type=int, default=1, help="number of GPUs / processes")
     parser.add_argument("--backend", choices=BACKENDS, default="unsloth")
-    parser.add_argument("--optimizer", choices=tuple(OPTIMIZERS), default="adamw", help="adamw (fp32 states) or adamw_8bit")
+    parser.add_argument("--optimizer", choices=tuple(OPTIMIZERS), default="adamw_8bit", help="adamw_8bit (what train() uses on CUDA) or adamw (fp32 states)")
+    parser.add_argument("--fast-inference", action="store_true", help="generation through Unsloth's colocated vLLM (backend unsloth)")
+    parser.add_argument("--gpu-memory-utilization", type=float, default=0.5, help="vLLM's share of the GPU with --fast-inference")
+    parser.add_argument("--gpu-total-gb", type=float, default=None, help="the GPU's total memory in GiB, for vLLM's share (default: the budget)")
     parser.add_argument("--no-gradient-checkpointing", dest="gradient_checkpointing", action="store_false")
     parser.add_argument("--json", action="store_true", help="print the plan as JSON")
 
@@ -48,6 +51,9 @@ def run(args: argparse.Namespace) -> int:
             backend=args.backend,
             gradient_checkpointing=args.gradient_checkpointing,
             optimizer=args.optimizer,
+            fast_inference=args.fast_inference,
+            gpu_memory_utilization=args.gpu_memory_utilization,
+            gpu_total_bytes=None if args.gpu_total_gb is None else int(args.gpu_total_gb * GIB),
         )
     except MemoryPlanError as err:
         if args.json:

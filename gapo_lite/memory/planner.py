@@ -9,7 +9,7 @@ A GAPO step has two phases that never hold their big tensors at the same time:
   ``per_device_train_batch_size``), each run forward and backward, gradients accumulated over
   ``steps_per_generation`` micro-batches, then one optimizer step.
 
-Peak = weights + LoRA/optimizer + CUDA overhead + max(generation phase, training phase).
+Peak = weights + LoRA/optimizer + CUDA overhead (+ vLLM's pool) + max(generation phase, training phase).
 
 Terms (bytes; ``a`` = bytes per activation element: 2 for 4bit/16bit (bf16 compute), 4 for 32bit;
 ``c`` = chunk size, ``P``/``C`` = prompt/completion tokens, ``S = P + C``, ``L`` layers, ``h`` hidden,
@@ -24,7 +24,8 @@ Terms (bytes; ``a`` = bytes per activation element: 2 for 4bit/16bit (bf16 compu
 ``lora_params_and_optimizer``
     LoRA on the seven projections, ``r * (in + out)`` per module per layer. The adapter is fp32 (Unsloth
     and peft upcast it): param 4 + grad 4 + AdamW's two fp32 states 8 = 16 bytes/param; with
-    ``optimizer="adamw_8bit"`` the states are 1 byte each: 10 bytes/param.
+    ``optimizer="adamw_8bit"`` (the default: what ``train()`` uses on CUDA) the states are 1 byte each:
+    10 bytes/param.
 ``activations`` (training, one micro-batch of ``c * S`` tokens)
     A LoRA'd decoder layer saves ``20h + 3kv + 5I + 7r`` elements per token for its backward (norm
     inputs, q/k/v/o and attention output, gate/up/act/product, the dropout copies of the LoRA inputs and
@@ -33,8 +34,8 @@ Terms (bytes; ``a`` = bytes per activation element: 2 for 4bit/16bit (bf16 compu
     recomputed: ``c*S * (22h + 3kv + 7I + 7r) * a``. Unsloth's ``"unsloth"`` checkpointing offloads the
     saved layer inputs to CPU RAM, so there only two layers' inputs are on the GPU. Without
     checkpointing all ``L`` layers keep their saved elements. Plus the final norm and the last hidden
-    states (``2 * c*S * h * a``). (Checked on CPU in fp32 by benchmarks/memory.py: the estimate is
-    1.1-1.3x the measured peak.)
+    states (``2 * c*S * h * a``). (``benchmarks/memory.py`` compares this and the logits term with the
+    peak measured on CPU in fp32; no GPU measurement yet.)
 ``logits_and_logprobs`` (the vocabulary-sized term)
     transformers: TRL materialises the logits of the ``C + 1`` kept positions and their gradient,
     ``2 * c*(C+1) * V * a``, plus one completion's fp32 log-softmax workspace ``2 * C * V * 4``.
@@ -44,25 +45,36 @@ Terms (bytes; ``a`` = bytes per activation element: 2 for 4bit/16bit (bf16 compu
     two paths: ``ceil(C / unsloth_logit_chunk_multiplier)`` rows (chunks = rows x multiplier) and the
     fused lm-head path's rows per chunk, ``min(2 GiB / (8V), max(512, c*C / 8))``.
 ``kv_cache``
-    ``(prompts_per_step * num_generations / world_size) * S * L * 2 * kv * kv_bytes`` (kv_bytes 2, or 4
-    at 32bit): the whole generation batch is generated at once.
+    ``n_seq * rows * L * 2 * kv * kv_bytes`` with ``n_seq = prompts_per_step * num_generations / world_size``
+    (the whole generation batch is generated at once) and kv_bytes 2 (4 at 32bit). transformers: ``rows = S``.
+    unsloth: its decode buffer (``unsloth/models/llama.py`` ~L265, ``KV_CACHE_INCREMENT = 512``; allocated in
+    ``_decode_graphs.alloc_decode_buffers``) holds ``512 + P + 1`` rows per sequence and grows by 512 rows
+    when full: ``rows = P + 1 + 512 * max(1, ceil((C - 1) / 512))``.
 ``generation_transient``
     What generation needs beyond the full KV cache: the prefill's one-layer activations over all prompt
-    tokens, ``n_seq * P * (3I + 4h) * a``, minus the completion part of the KV cache not yet allocated
-    then; or during decoding one layer's KV concatenation copy plus the fp32 logits of the last position
-    (``3 * n_seq * V * 4``), whichever is larger.
+    tokens, ``n_seq * P * (3I + 4h) * a``, minus the part of the KV cache not yet allocated then (transformers:
+    the completion rows; unsloth: all but the prefill's ``P`` rows, as its buffer is allocated at the first
+    decode step); or during decoding (transformers) one layer's KV concatenation copy, (unsloth) the prefill's
+    ``P``-row cache still held while the first decode step copies it, plus the fp32 logits of the last
+    position (``3 * n_seq * V * 4``), whichever is larger.
+``vllm_pool`` (``fast_inference=True``: Unsloth's colocated vLLM)
+    vLLM reserves ``gpu_memory_utilization`` of the GPU's total memory for the weights it shares with the
+    trainer plus its own KV cache and activations; generation then happens inside that reservation, so
+    ``kv_cache`` and ``generation_transient`` are 0 and this term is the reservation minus the weights.
 ``cuda_overhead``
     1 GiB for the CUDA context, cuBLAS workspaces and allocator fragmentation.
 
 Unsloth GRPOConfig fields (backend ``"unsloth"``), as read in unsloth_zoo 2026.10.9
 (``grpo_accumulated_loss``, ``autotune_batch_and_chunks``):
 
-* ``unsloth_grpo_mini_batch`` -- SET by this planner to ``steps_per_generation``. Despite the name
-  Unsloth uses it as the number of slices each log-prob call is cut into (rows per slice =
-  ceil(rows / value), capped at one row per slice). With ``steps_per_generation`` a call over the whole
-  per-process generation batch (TRL's no-grad old/ref log-probs, when enabled) runs ``chunk_size`` rows
-  at a time, and a training micro-batch of ``chunk_size`` rows is never run in larger pieces than the
-  plan sized. Setting it also switches off Unsloth's autotuning of the slicing (which sizes against 80%
+* ``unsloth_grpo_mini_batch`` -- SET by this planner to 1. Despite the name Unsloth uses it as the
+  number of slices each log-prob call is cut into (rows per slice = ceil(rows / value);
+  ``unsloth_zoo/rl_replacements.py`` ~L2932-2946, ~L3037-3045). The training forward is called on one
+  micro-batch of ``chunk_size`` rows, which this plan sized to fit, so one slice keeps all of them in one
+  forward pass (``steps_per_generation`` slices would cut a 32-row micro-batch into 4-row forwards). The
+  no-grad log-prob calls over the whole generation batch do not run here (one iteration,
+  ``steps_per_generation = gradient_accumulation_steps``, ``beta = 0``, no vLLM importance-sampling
+  correction). Setting it also switches off Unsloth's autotuning of the slicing (which sizes against 80%
   of the free memory at call time).
 * ``unsloth_logit_chunk_multiplier`` -- LEFT to Unsloth (not passed). With ``unsloth_grpo_mini_batch``
   set Unsloth then uses ``max(4, seq_len // 4096)``; the plan reports that value and the estimate
@@ -83,6 +95,8 @@ CUDA_OVERHEAD_BYTES = GIB
 QUANTIZATIONS = ("4bit", "16bit", "32bit")
 BACKENDS = ("unsloth", "transformers")
 OPTIMIZERS = {"adamw": 16, "adamw_8bit": 10}  # bytes per LoRA parameter: fp32 param + fp32 grad + two states
+UNSLOTH_KV_INCREMENT = 512  # unsloth/models/llama.py KV_CACHE_INCREMENT: decode buffer rows beyond the prompt
+UNSLOTH_GRPO_MINI_BATCH = 1  # slices per log-prob call: the whole planned micro-batch in one forward
 LORA_PROJECTIONS = 7
 UNSLOTH_FUSED_CHUNK_BYTES = 2 * GIB  # unsloth_zoo.fused_losses.chunked_logprob: _CHUNK_GB default
 UNSLOTH_BYTES_PER_LOGIT = 8
@@ -94,6 +108,7 @@ TERM_NAMES = (
     "logits_and_logprobs",
     "kv_cache",
     "generation_transient",
+    "vllm_pool",
     "cuda_overhead",
 )
 
@@ -119,7 +134,10 @@ class PlanSettings:
     world_size: int = 1
     backend: str = "unsloth"
     gradient_checkpointing: bool = True
-    optimizer: str = "adamw"
+    optimizer: str = "adamw_8bit"
+    fast_inference: bool = False
+    gpu_memory_utilization: float = 0.5
+    gpu_total_bytes: int | None = None
 
     def __post_init__(self) -> None:
         if self.quantization not in QUANTIZATIONS:
@@ -134,6 +152,12 @@ class PlanSettings:
                 raise ValueError(f"{key} must be a positive integer, got {value!r}")
         if not isinstance(self.num_generations, int) or self.num_generations < 2:
             raise ValueError(f"num_generations must be an integer >= 2 (GRPO needs a group), got {self.num_generations!r}")
+        if self.fast_inference and self.backend != "unsloth":
+            raise ValueError("fast_inference (vLLM generation) is Unsloth's: it needs backend 'unsloth'")
+        if not 0.0 < self.gpu_memory_utilization < 1.0:
+            raise ValueError(f"gpu_memory_utilization must be in (0, 1), got {self.gpu_memory_utilization!r}")
+        if self.gpu_total_bytes is not None and self.gpu_total_bytes < 1:
+            raise ValueError(f"gpu_total_bytes must be positive, got {self.gpu_total_bytes!r}")
         if self.prompts_per_step % self.world_size:
             raise ValueError(
                 f"prompts_per_step ({self.prompts_per_step}) must be a multiple of world_size ({self.world_size}) "
@@ -214,17 +238,58 @@ def _kv_bytes(spec: ModelSpec, s: PlanSettings, tokens: int) -> int:
     return s.per_process_batch * tokens * spec.num_layers * 2 * spec.kv_dim * kv_bytes
 
 
+def kv_cache_rows(s: PlanSettings) -> int:
+    """KV cache rows per sequence: ``P + C`` (transformers), Unsloth's decode buffer ``P + 1 + 512k`` (unsloth)."""
+    if s.backend != "unsloth":
+        return s.prompt_tokens + s.completion_tokens
+    increments = max(1, math.ceil((s.completion_tokens - 1) / UNSLOTH_KV_INCREMENT))
+    return s.prompt_tokens + 1 + UNSLOTH_KV_INCREMENT * increments
+
+
+def _kv_cache(spec: ModelSpec, s: PlanSettings) -> int:
+    return 0 if s.fast_inference else _kv_bytes(spec, s, kv_cache_rows(s))
+
+
 def _generation_transient(spec: ModelSpec, s: PlanSettings) -> int:
+    if s.fast_inference:
+        return 0  # inside vLLM's reservation (vllm_pool)
     a, n = s.activation_bytes, s.per_process_batch
     prefill = n * s.prompt_tokens * (3 * spec.intermediate_size + 4 * spec.hidden_size) * a
-    not_yet_cached = _kv_bytes(spec, s, s.completion_tokens)
-    one_layer_kv_copy = _kv_bytes(spec, s, s.prompt_tokens + s.completion_tokens) // spec.num_layers
-    decode = one_layer_kv_copy + 3 * n * spec.vocab_size * 4
+    prompt_cache = _kv_bytes(spec, s, s.prompt_tokens)
+    not_yet_cached = _kv_cache(spec, s) - prompt_cache
+    if s.backend == "unsloth":
+        held = prompt_cache  # the prefill's cache, until the first decode step has copied it into the buffer
+    else:
+        held = _kv_bytes(spec, s, s.prompt_tokens + s.completion_tokens) // spec.num_layers  # one layer's KV copy
+    decode = held + 3 * n * spec.vocab_size * 4
     return max(prefill - not_yet_cached, decode)
 
 
-def estimate_terms(spec: ModelSpec, settings: PlanSettings, chunk_size: int, logit_chunk_multiplier: int | None = None) -> dict[str, int]:
-    """Every memory term in bytes for ``chunk_size`` completions per micro-batch (see the module docstring)."""
+def vllm_reserved_bytes(s: PlanSettings, budget: int | None) -> int:
+    """vLLM's reservation: ``gpu_memory_utilization`` x the GPU's total memory (the budget when that is not given)."""
+    return int(s.gpu_memory_utilization * (s.gpu_total_bytes or budget or 0))
+
+
+def _vllm_pool(spec: ModelSpec, s: PlanSettings, budget: int | None) -> int:
+    if not s.fast_inference:
+        return 0
+    if budget is None and s.gpu_total_bytes is None:
+        raise ValueError("planning vLLM's share needs the budget or the GPU's total memory")
+    reserved, weights = vllm_reserved_bytes(s, budget), _weights(spec, s)
+    if reserved <= weights:
+        raise ValueError(
+            f"gpu_memory_utilization={s.gpu_memory_utilization} gives vLLM {reserved / GIB:.2f} GiB, not even the "
+            f"{weights / GIB:.2f} GiB of weights it holds; raise gpu_memory_utilization"
+        )
+    return reserved - weights
+
+
+def estimate_terms(
+    spec: ModelSpec, settings: PlanSettings, chunk_size: int, logit_chunk_multiplier: int | None = None, budget_bytes: int | None = None
+) -> dict[str, int]:
+    """Every memory term in bytes for ``chunk_size`` completions per micro-batch (see the module docstring).
+
+    ``budget_bytes`` is needed only with ``fast_inference`` and no ``gpu_total_bytes`` (vLLM's share of it)."""
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
     s = settings
@@ -233,15 +298,16 @@ def estimate_terms(spec: ModelSpec, settings: PlanSettings, chunk_size: int, log
         "lora_params_and_optimizer": lora_parameter_count(spec, s.lora_rank) * OPTIMIZERS[s.optimizer],
         "activations": _activations(spec, s, chunk_size),
         "logits_and_logprobs": _logits(spec, s, chunk_size, logit_chunk_multiplier),
-        "kv_cache": _kv_bytes(spec, s, s.prompt_tokens + s.completion_tokens),
+        "kv_cache": _kv_cache(spec, s),
         "generation_transient": _generation_transient(spec, s),
+        "vllm_pool": _vllm_pool(spec, s, budget_bytes),
         "cuda_overhead": CUDA_OVERHEAD_BYTES,
     }
 
 
 def phase_bytes(terms: dict[str, int]) -> dict[str, int]:
     """Resident, training and generation totals, and the peak (resident + the larger phase)."""
-    resident = terms["weights"] + terms["lora_params_and_optimizer"] + terms["cuda_overhead"]
+    resident = terms["weights"] + terms["lora_params_and_optimizer"] + terms["cuda_overhead"] + terms.get("vllm_pool", 0)
     training = terms["activations"] + terms["logits_and_logprobs"]
     generation = terms["kv_cache"] + terms["generation_transient"]
     return {"resident": resident, "training": training, "generation": generation, "peak": resident + max(training, generation)}
@@ -319,7 +385,8 @@ class MemoryPlan:
             lines.append(f"  {name:<28}{self.terms[name] / GIB:>9.2f}")
         lines += [
             f"  {'-' * 37}",
-            f"  {'resident (weights+LoRA+ctx)':<28}{phases['resident'] / GIB:>9.2f}",
+            f"  {'resident (weights+LoRA+ctx)':<28}{phases['resident'] / GIB:>9.2f}"
+            + ("   (+ vLLM's pool)" if self.terms.get("vllm_pool") else ""),
             f"  {'training phase':<28}{phases['training'] / GIB:>9.2f}",
             f"  {'generation phase':<28}{phases['generation'] / GIB:>9.2f}",
             f"  {'estimated peak':<28}{self.estimated_peak_bytes / GIB:>9.2f}   ({self.peak_phase})",
@@ -332,7 +399,7 @@ class MemoryPlan:
         ]
         if self.backend == "unsloth":
             lines += [
-                f"  unsloth_grpo_mini_batch: {self.unsloth_grpo_mini_batch} (set)",
+                f"  unsloth_grpo_mini_batch: {self.unsloth_grpo_mini_batch} (set: each forward keeps the micro-batch's {self.chunk_size} rows)",
                 f"  unsloth_logit_chunk_multiplier: {self.unsloth_logit_chunk_multiplier} (Unsloth's default; not passed)",
             ]
         return "\n".join(lines)
@@ -356,7 +423,7 @@ def candidate_chunk_sizes(settings: PlanSettings) -> list[int]:
 
 def _make_plan(spec: ModelSpec, s: PlanSettings, chunk: int, budget: int) -> MemoryPlan:
     multiplier = default_logit_chunk_multiplier(s) if s.backend == "unsloth" else None
-    terms = estimate_terms(spec, s, chunk, multiplier)
+    terms = estimate_terms(spec, s, chunk, multiplier, budget)
     phases = phase_bytes(terms)
     steps = s.per_process_batch // chunk
     return MemoryPlan(
@@ -373,7 +440,7 @@ def _make_plan(spec: ModelSpec, s: PlanSettings, chunk: int, budget: int) -> Mem
         backend=s.backend,
         quantization=s.quantization,
         peak_phase="training" if phases["training"] >= phases["generation"] else "generation",
-        unsloth_grpo_mini_batch=steps if s.backend == "unsloth" else None,
+        unsloth_grpo_mini_batch=UNSLOTH_GRPO_MINI_BATCH if s.backend == "unsloth" else None,
         unsloth_logit_chunk_multiplier=multiplier,
         settings=asdict(s),
     )
@@ -392,7 +459,10 @@ def plan_memory(
     world_size: int = 1,
     backend: str = "unsloth",
     gradient_checkpointing: bool = True,
-    optimizer: str = "adamw",
+    optimizer: str = "adamw_8bit",
+    fast_inference: bool = False,
+    gpu_memory_utilization: float = 0.5,
+    gpu_total_bytes: int | None = None,
 ) -> MemoryPlan:
     """The largest chunk size (completions per micro-batch) that divides the per-process generation batch and fits.
 
@@ -411,6 +481,9 @@ def plan_memory(
         backend=backend,
         gradient_checkpointing=gradient_checkpointing,
         optimizer=optimizer,
+        fast_inference=fast_inference,
+        gpu_memory_utilization=gpu_memory_utilization,
+        gpu_total_bytes=gpu_total_bytes,
     )
     budget = free_cuda_bytes() if budget_bytes is None else int(budget_bytes)
     if budget <= 0:
@@ -434,3 +507,14 @@ def plan_memory(
         + smallest.format_table(),
         smallest,
     )
+
+
+def minimum_budget_bytes(spec: ModelSpec, settings: PlanSettings) -> int:
+    """The smallest budget :func:`plan_memory` accepts for ``settings``: the estimated peak at one completion per pass.
+
+    (Every term grows with the chunk size, so chunk size 1 is the cheapest plan.) Not defined with
+    ``fast_inference`` and no ``gpu_total_bytes``, where vLLM's share itself depends on the budget."""
+    if settings.fast_inference and settings.gpu_total_bytes is None:
+        raise ValueError("with fast_inference the smallest budget depends on the GPU's total memory: give gpu_total_bytes")
+    multiplier = default_logit_chunk_multiplier(settings) if settings.backend == "unsloth" else None
+    return phase_bytes(estimate_terms(spec, settings, 1, multiplier, settings.gpu_total_bytes))["peak"]

@@ -11,12 +11,21 @@ from typing import Any, Literal
 REWARDS = ("gapo", "validity")
 REPORT_TO = ("none", "tensorboard", "trackio", "wandb")
 LOSS_TYPES = ("dapo", "grpo", "dr_grpo", "bnpo", "cispo", "sapo", "luspo", "vespo")
+SCALE_REWARDS = ("group", "batch", "none")
 
 
 @dataclass
 class TrainConfig:
     """A GAPO run. Defaults follow the paper: G=32, beta=0, lr 1e-5, LoRA r=64/alpha=32/dropout=0.1,
-    8 prompts per step, lists of 4-12 items."""
+    8 prompts per step, lists of 4-12 items.
+
+    The objective is spelled out so that TRL and Unsloth optimise the same thing: with ``loss_type="dapo"``
+    Unsloth (not TRL) would otherwise also switch on ``mask_truncated_completions`` and ``epsilon_high=0.28``.
+    The paper's objective is GRPO with PPO clipping: a symmetric clip (``epsilon = epsilon_high = 0.2``) and
+    truncated completions kept (``mask_truncated_completions=False``: a list answer cut at
+    ``max_completion_length`` is scored like any other). ``epsilon_high=None`` resolves to ``epsilon``
+    (to 5.0 for ``cispo``, whose cap is the weight itself); the resolved value is always passed.
+    ``gpu_memory_utilization`` is vLLM's share of the GPU when ``fast_inference=True``."""
 
     # model
     model: str = "Qwen/Qwen2.5-7B-Instruct"
@@ -36,6 +45,9 @@ class TrainConfig:
     beta: float = 0.0
     loss_type: str = "dapo"
     scale_rewards: str = "group"
+    epsilon: float = 0.2
+    epsilon_high: float | None = None
+    mask_truncated_completions: bool = False
     temperature: float = 1.0
     max_completion_length: int = 32
     # data
@@ -57,6 +69,7 @@ class TrainConfig:
     memory_budget_gb: float | None = None
     gradient_checkpointing: bool | None = None
     fast_inference: bool = False
+    gpu_memory_utilization: float = 0.5
     # bookkeeping
     output_dir: str = "runs/gapo"
     save_steps: int = 50
@@ -88,6 +101,17 @@ class TrainConfig:
             raise ValueError(f"TrainConfig.loss_type must be one of {LOSS_TYPES}, got {self.loss_type!r}")
         if self.backend not in ("auto", "unsloth", "transformers"):
             raise ValueError(f"TrainConfig.backend must be 'auto', 'unsloth' or 'transformers', got {self.backend!r}")
+        if self.scale_rewards not in SCALE_REWARDS:
+            raise ValueError(f"TrainConfig.scale_rewards must be one of {SCALE_REWARDS}, got {self.scale_rewards!r}")
+        if self.loss_type == "dr_grpo" and self.scale_rewards == "group":
+            raise ValueError(
+                "TrainConfig: loss_type='dr_grpo' with scale_rewards='group' is not one objective on both backends "
+                "(Unsloth silently switches it to 'none', as the Dr GRPO paper says); set scale_rewards='none' (or 'batch')"
+            )
+        if self.epsilon <= 0 or (self.epsilon_high is not None and self.epsilon_high <= 0):
+            raise ValueError(f"TrainConfig.epsilon and epsilon_high must be > 0, got {self.epsilon} and {self.epsilon_high}")
+        if not 0.0 < self.gpu_memory_utilization < 1.0:
+            raise ValueError(f"TrainConfig.gpu_memory_utilization must be in (0, 1), got {self.gpu_memory_utilization}")
         if self.learning_rate <= 0:
             raise ValueError(f"TrainConfig.learning_rate must be > 0, got {self.learning_rate}")
         if self.temperature <= 0:
@@ -103,6 +127,13 @@ class TrainConfig:
     @property
     def generation_batch_size(self) -> int:
         return self.prompts_per_step * self.num_generations
+
+    @property
+    def resolved_epsilon_high(self) -> float:
+        """``epsilon_high`` as passed to TRL: as set, else ``epsilon`` (5.0 for ``cispo``, as Unsloth resolves it)."""
+        if self.epsilon_high is not None:
+            return self.epsilon_high
+        return 5.0 if self.loss_type == "cispo" else self.epsilon
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -1,32 +1,74 @@
-"""The memory plan for a ``TrainConfig`` (used on CUDA when ``chunk_size`` is not set)."""
+"""The memory plan for a run: the ``TrainConfig``, its ``HardwarePlan`` and the prompts' measured length."""
 from __future__ import annotations
 
-import os
+from typing import Any
 
 from gapo_lite.memory import GIB, MemoryPlan, ModelSpec, plan_memory
 from gapo_lite.memory.planner import free_cuda_bytes
 from gapo_lite.training.config import TrainConfig
+from gapo_lite.training.hardware import HardwarePlan, resolve_hardware
+
+DEFAULT_PROMPT_TOKENS = 256  # only when no tokenizer and dataset are at hand to measure
+
+
+def prompt_text(tokenizer: Any, prompt: Any) -> str:
+    """A dataset prompt as the model sees it: chat messages through the chat template, plain text as is."""
+    if isinstance(prompt, str):
+        return prompt
+    return tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False)
+
+
+def measure_prompt_tokens(tokenizer: Any, dataset: Any, sample: int = 256) -> int:
+    """The longest prompt, in tokens, among ``sample`` evenly spaced rows of ``dataset`` (all rows if fewer)."""
+    n = len(dataset)
+    if n == 0:
+        raise ValueError("cannot measure prompt lengths of an empty dataset")
+    if sample < 1:
+        raise ValueError(f"sample must be >= 1, got {sample}")
+    k = min(sample, n)
+    indices = sorted({round(i * (n - 1) / max(1, k - 1)) for i in range(k)})
+    lengths = [len(tokenizer(prompt_text(tokenizer, dataset[i]["prompt"]), add_special_tokens=False)["input_ids"]) for i in indices]
+    return max(lengths)
+
+
+def gpu_total_bytes() -> int | None:
+    """The current CUDA GPU's total memory, or None without one."""
+    import torch
+
+    return int(torch.cuda.mem_get_info()[1]) if torch.cuda.is_available() else None
 
 
 def plan_for_config(
-    config: TrainConfig, model_path: str | None = None, prompt_tokens: int = 256, already_allocated: int = 0
+    config: TrainConfig,
+    model_path: str | None = None,
+    prompt_tokens: int = DEFAULT_PROMPT_TOKENS,
+    already_allocated: int = 0,
+    *,
+    hardware: HardwarePlan | None = None,
 ) -> MemoryPlan:
-    """Plan chunking for ``config``: the model's shapes, 4-bit or 16-bit, LoRA rank, G, lengths and budget.
+    """Plan chunking for ``config`` on ``hardware`` (default: as this config would run on a CUDA GPU here).
 
-    The budget is ``config.memory_budget_gb`` or, when unset, the GPU's free memory plus ``already_allocated``
-    (bytes held by a model loaded before planning, which the plan's weights term already counts)."""
+    The planner is asked about what will run: the hardware plan's backend, optimizer, gradient checkpointing,
+    process count and 4-bit choice, and vLLM's share with ``fast_inference``. The budget is
+    ``config.memory_budget_gb`` or, when unset, the GPU's free memory plus ``already_allocated`` (bytes held
+    by a model loaded before planning, which the plan's weights term already counts)."""
+    hardware = hardware or resolve_hardware(config, cuda=True)
     spec = ModelSpec.resolve(model_path or config.model)
     budget = int(config.memory_budget_gb * GIB) if config.memory_budget_gb is not None else free_cuda_bytes() + already_allocated
     return plan_memory(
         spec,
-        quantization="4bit" if config.load_in_4bit else "16bit",
+        quantization=hardware.quantization,
         lora_rank=config.lora_r,
         num_generations=config.num_generations,
         prompts_per_step=config.prompts_per_step,
         prompt_tokens=prompt_tokens,
         completion_tokens=config.max_completion_length,
         budget_bytes=budget,
-        world_size=int(os.environ.get("WORLD_SIZE", "1")),
-        backend="transformers" if config.backend == "transformers" else "unsloth",
-        gradient_checkpointing=config.gradient_checkpointing is not False,
+        world_size=hardware.world_size,
+        backend=hardware.backend,
+        gradient_checkpointing=hardware.gradient_checkpointing,
+        optimizer=hardware.planner_optimizer,
+        fast_inference=hardware.fast_inference,
+        gpu_memory_utilization=config.gpu_memory_utilization,
+        gpu_total_bytes=gpu_total_bytes() if hardware.cuda else None,
     )

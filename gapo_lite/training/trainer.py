@@ -1,20 +1,20 @@
-"""``train(config)``: data, model, memory plan, TRL GRPOConfig + GAPOTrainer with the GAPO hook, checkpoints."""
+"""``train(config)``: hardware plan, model, data, memory plan, TRL GRPOConfig + GAPOTrainer with the GAPO hook, checkpoints.
+
+The order matters: the hardware plan decides the backend first, and Unsloth (when chosen) is imported
+before anything imports trl/transformers/peft; with ``backend="transformers"`` Unsloth is never imported.
+"""
 from __future__ import annotations
 
-import dataclasses
 import logging
-import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gapo_lite._bootstrap import import_unsloth_first
-
-import_unsloth_first()
-
-from gapo_lite.rewards import FrequencyScorer, GroupReward, ValidityScorer  # noqa: E402
-from gapo_lite.training.config import TrainConfig  # noqa: E402
+from gapo_lite.rewards import FrequencyScorer, GroupReward, ValidityScorer
+from gapo_lite.training.config import TrainConfig
+from gapo_lite.training.hardware import HardwarePlan, resolve_hardware, world_size  # noqa: F401  (world_size: old import path)
+from gapo_lite.training.trl_config import grpo_args, grpo_kwargs  # noqa: F401  (re-exported)
 
 logger = logging.getLogger("gapo_lite")
 
@@ -39,79 +39,54 @@ def make_scorer(config: TrainConfig):
     raise ValueError(f"unknown reward {config.reward!r}")
 
 
-def world_size() -> int:
-    return int(os.environ.get("WORLD_SIZE", "1"))
+@dataclass(frozen=True)
+class Chunking:
+    """Completions per forward/backward pass, the memory plan behind it (CUDA only) and its Unsloth-only GRPOConfig fields."""
+
+    chunk_size: int
+    plan: Any = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def table(self) -> str | None:
+        return self.plan.format_table() if self.plan is not None else None
 
 
-def resolve_chunk_size(
-    config: TrainConfig, model_path: str | None = None, model_loaded: bool = False
-) -> tuple[int, str | None, dict[str, Any]]:
-    """Completions per forward/backward pass, the plan's table, and the plan's Unsloth-only GRPOConfig fields.
+def resolve_chunk_size(config: TrainConfig, hardware: HardwarePlan, prompt_tokens: int | None = None, already_allocated: int = 0) -> Chunking:
+    """How ``config``'s generation batch is cut into forward/backward passes on ``hardware``.
 
-    With ``model_loaded`` the model already sits on the GPU, so the memory it holds counts as budget
-    (the planner counts the weights itself)."""
-    per_process = config.generation_batch_size // world_size()
-    if config.generation_batch_size % world_size():
-        raise ValueError(f"prompts_per_step * num_generations = {config.generation_batch_size} does not split over {world_size()} processes")
+    ``config.chunk_size`` wins; on a CPU one pass per process (memory is not the constraint); on CUDA the
+    memory plan for ``hardware`` with ``prompt_tokens`` measured from the dataset and ``already_allocated``
+    bytes (a model loaded before planning) counted as budget."""
+    if config.generation_batch_size % hardware.world_size:
+        raise ValueError(
+            f"prompts_per_step * num_generations = {config.generation_batch_size} does not split over {hardware.world_size} processes"
+        )
+    per_process = config.generation_batch_size // hardware.world_size
     if config.chunk_size is not None:
         if per_process % config.chunk_size:
             raise ValueError(f"chunk_size={config.chunk_size} must divide the per-process generation batch {per_process}")
-        return config.chunk_size, None, {}
-    import torch
+        return Chunking(config.chunk_size)
+    if not hardware.cuda:
+        return Chunking(per_process)
+    from gapo_lite.training.planning import DEFAULT_PROMPT_TOKENS, plan_for_config
 
-    if not torch.cuda.is_available():
-        return per_process, None, {}  # CPU: memory is not the constraint; one pass per process
-    from gapo_lite.training.planning import plan_for_config
-
-    plan = plan_for_config(config, model_path, already_allocated=torch.cuda.memory_allocated() if model_loaded else 0)
+    plan = plan_for_config(config, config.model, prompt_tokens or DEFAULT_PROMPT_TOKENS, already_allocated, hardware=hardware)
     print(plan.format_table())
     extras = {k: v for k, v in plan.grpo_kwargs().items() if k.startswith("unsloth_")}
-    return plan.chunk_size, plan.format_table(), extras
+    return Chunking(plan.chunk_size, plan, extras)
 
 
-def grpo_args(config: TrainConfig, chunk_size: int, extras: dict[str, Any] | None = None) -> Any:
-    """TRL's ``GRPOConfig`` for ``config`` at ``chunk_size`` completions per pass (one optimizer step per generation batch)."""
-    import torch
-    import trl
+def load_for_config(config: TrainConfig, hardware: HardwarePlan) -> tuple[Any, Any]:
+    """The model and tokenizer ``config`` names, loaded as ``hardware`` decided."""
+    from gapo_lite.models import LoraSettings, load_model
 
-    cuda = torch.cuda.is_available()
-    per_process = config.generation_batch_size // world_size()
-    steps = per_process // chunk_size
-    kwargs: dict[str, Any] = dict(
-        output_dir=config.output_dir,
-        per_device_train_batch_size=chunk_size,
-        gradient_accumulation_steps=steps,
-        steps_per_generation=steps,
-        num_generations=config.num_generations,
-        num_iterations=1,
-        max_completion_length=config.max_completion_length,
-        temperature=config.temperature,
-        beta=config.beta,
-        loss_type=config.loss_type,
-        scale_rewards=config.scale_rewards,
-        learning_rate=config.learning_rate,
-        lr_scheduler_type=config.lr_scheduler_type,
-        warmup_steps=config.warmup_ratio,  # transformers 5: a float < 1 is a ratio of max_steps
-        weight_decay=config.weight_decay,
-        max_grad_norm=config.max_grad_norm,
-        optim=("adamw_8bit" if cuda else "adamw_torch") if config.optim == "auto" else config.optim,
-        max_steps=config.max_steps,
-        save_strategy="steps",
-        save_steps=config.save_steps,
-        save_total_limit=config.save_total_limit,
-        logging_steps=config.logging_steps,
-        report_to=[] if config.report_to == "none" else [config.report_to],
-        seed=config.seed,
-        gradient_checkpointing=cuda if config.gradient_checkpointing is None else config.gradient_checkpointing,
-        bf16=cuda and torch.cuda.is_bf16_supported(),
-        fp16=cuda and not torch.cuda.is_bf16_supported(),  # T4 / V100: fp16 mixed precision, as Unsloth does
-        use_cpu=not cuda,
-        log_completions=False,
+    lora = LoraSettings(config.lora_r, config.lora_alpha, config.lora_dropout, tuple(config.lora_target_modules)) if config.use_lora else None
+    return load_model(
+        config.model, backend=hardware.backend, load_in_4bit=hardware.load_in_4bit, max_seq_length=config.max_seq_length,
+        lora=lora, fast_inference=hardware.fast_inference, gpu_memory_utilization=config.gpu_memory_utilization,
+        gradient_checkpointing=hardware.gradient_checkpointing,
     )
-    accepted = {f.name for f in dataclasses.fields(trl.GRPOConfig)}
-    kwargs.update({k: v for k, v in (extras or {}).items() if k in accepted})  # Unsloth's patched config only
-    kwargs.update(config.extra_grpo_args)
-    return trl.GRPOConfig(**kwargs)
 
 
 def build_trainer(
@@ -122,29 +97,38 @@ def build_trainer(
     tokenizer: Any = None,
     train_dataset: Any = None,
     callbacks: Sequence[Any] = (),
+    hardware: HardwarePlan | None = None,
 ):
-    """A ready ``GAPOTrainer`` for ``config`` (model and data built unless given)."""
+    """A ready ``GAPOTrainer`` for ``config`` (model and data built unless given) on ``hardware`` (resolved here unless given)."""
+    hardware = hardware or resolve_hardware(config)
+    print(f"gapo-lite: {hardware.describe()}")
+    hardware.import_backend()  # Unsloth before trl/transformers/peft, when it is the backend
     from gapo_lite.data import build_list_dataset
-    from gapo_lite.models import LoraSettings, load_model
-    from gapo_lite.training.backoff import gapo_trainer_class
+    from gapo_lite.training.callbacks import JsonlMetricsCallback
     from gapo_lite.training.checkpoints import CompleteCheckpointCallback
-    from gapo_lite.training.logging import JsonlMetricsCallback
+    from gapo_lite.training.gapo_trainer import gapo_trainer_class
 
     out = Path(config.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    chunk_size, table, extras = resolve_chunk_size(config, config.model, model_loaded=model is not None)
-    args = grpo_args(config, chunk_size, extras)  # validates TRL's rules before the model is loaded
+    grpo_args(config, config.chunk_size or config.generation_batch_size // hardware.world_size, hardware=hardware)  # TRL's rules, before loading
     if model is None:
-        lora = LoraSettings(config.lora_r, config.lora_alpha, config.lora_dropout, tuple(config.lora_target_modules)) if config.use_lora else None
-        model, tokenizer = load_model(
-            config.model, backend=config.backend, load_in_4bit=config.load_in_4bit, max_seq_length=config.max_seq_length,
-            lora=lora, fast_inference=config.fast_inference,
-        )
+        model, tokenizer = load_for_config(config, hardware)
     if tokenizer is None:
         raise ValueError("build_trainer: a tokenizer is required when a model is given")
     if train_dataset is None:
         n = config.num_prompts or config.max_steps * config.prompts_per_step
         train_dataset = build_list_dataset(n, split=config.split, min_items=config.min_items, max_items=config.max_items, seed=config.data_seed)
+    prompt_tokens, allocated = None, 0
+    if hardware.cuda and config.chunk_size is None:
+        import torch
+
+        from gapo_lite.training.planning import measure_prompt_tokens
+
+        prompt_tokens = measure_prompt_tokens(tokenizer, train_dataset)
+        allocated = torch.cuda.memory_allocated()
+    chunking = resolve_chunk_size(config, hardware, prompt_tokens, allocated)
+    chunk_size = chunking.chunk_size
+    args = grpo_args(config, chunk_size, chunking.extras, hardware)
     hook = GroupReward(scorer if scorer is not None else make_scorer(config), num_generations=config.num_generations)
     config.save(out / "config.yaml")
     trainer = gapo_trainer_class()(
@@ -155,7 +139,10 @@ def build_trainer(
         train_dataset=train_dataset,
         callbacks=[CompleteCheckpointCallback(), JsonlMetricsCallback(out / "metrics.jsonl"), *callbacks],
     )
-    trainer.gapo_plan_table = table
+    trainer.gapo_plan_table = chunking.table
+    trainer.gapo_plan = chunking.plan
+    trainer.gapo_prompts_per_step = config.prompts_per_step
+    trainer.gapo_hardware = hardware
     print(
         f"gapo-lite: {config.prompts_per_step} prompts x {config.num_generations} completions per step, "
         f"{chunk_size} completions per forward/backward pass ({args.gradient_accumulation_steps} passes per step)"

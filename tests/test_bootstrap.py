@@ -1,0 +1,82 @@
+"""Unsloth is imported only when the run's backend is Unsloth, before trl/transformers/peft, with a warning otherwise.
+
+A stand-in ``unsloth`` package (it only records that it was imported) and a faked CUDA GPU keep this on a CPU.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from gapo_lite._bootstrap import choose_backend
+
+SCRIPT = textwrap.dedent(
+    """
+    import json, logging, sys, types
+    import torch
+    torch.cuda.is_available = lambda: True  # a GPU, as far as gapo-lite can tell
+    torch.cuda.is_bf16_supported = lambda including_emulation=True: True
+    logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stdout)
+    import gapo_lite
+    from gapo_lite.training import TrainConfig
+    from gapo_lite.training.hardware import resolve_hardware
+    after_import = "unsloth" in sys.modules
+    hw = resolve_hardware(TrainConfig(backend=sys.argv[1]))
+    if sys.argv[2] == "early":
+        sys.modules["peft"] = types.ModuleType("peft")  # as if the user imported peft before training
+    hw.import_backend()
+    print("RESULT " + json.dumps({"after_import": after_import, "backend": hw.backend,
+                                  "unsloth": "unsloth" in sys.modules, "fake": getattr(sys.modules.get("unsloth"), "FAKE", False)}))
+    """
+)
+
+
+def run(tmp_path, backend: str, env_backend: str = "auto", early: bool = False) -> tuple[dict, str]:
+    fake = tmp_path / "fake" / "unsloth"
+    fake.mkdir(parents=True, exist_ok=True)
+    (fake / "__init__.py").write_text("FAKE = True\n")
+    env = {**os.environ, "GAPO_LITE_BACKEND": env_backend,
+           "PYTHONPATH": os.pathsep.join([str(tmp_path / "fake"), *sys.path])}
+    proc = subprocess.run([sys.executable, "-c", SCRIPT, backend, "early" if early else "-"], capture_output=True, text=True,
+                          env=env, cwd=tmp_path, timeout=120)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, proc.stderr[-3000:]
+    return json.loads(lines[-1][7:]), proc.stdout
+
+
+def test_transformers_backend_on_a_gpu_never_imports_unsloth(tmp_path):
+    result, _ = run(tmp_path, "transformers")
+    assert result == {"after_import": False, "backend": "transformers", "unsloth": False, "fake": False}
+
+
+def test_auto_backend_on_a_gpu_imports_unsloth_when_the_plan_says_so(tmp_path):
+    result, out = run(tmp_path, "auto")
+    assert result["backend"] == "unsloth" and result["unsloth"] and result["fake"]
+    assert not result["after_import"]  # `import gapo_lite` alone does not: the run's plan decides
+    assert "imported before unsloth" not in out
+
+
+def test_environment_asks_for_unsloth_at_import(tmp_path):
+    result, _ = run(tmp_path, "unsloth", env_backend="unsloth")
+    assert result["after_import"] and result["fake"]
+
+
+def test_late_unsloth_import_warns(tmp_path):
+    result, out = run(tmp_path, "auto", early=True)
+    assert result["unsloth"]
+    assert "peft imported before unsloth" in out
+
+
+def test_choose_backend_rules():
+    assert choose_backend("auto", cuda=True, has_unsloth=True)[0] == "unsloth"
+    assert choose_backend("auto", cuda=True, has_unsloth=False)[0] == "transformers"
+    assert choose_backend("auto", cuda=False, has_unsloth=True)[0] == "transformers"
+    assert "CPU fallback" in choose_backend("unsloth", cuda=False, has_unsloth=True)[1]
+    with pytest.raises(ImportError, match="not installed"):
+        choose_backend("unsloth", cuda=True, has_unsloth=False)
+    with pytest.raises(ValueError, match="unknown backend"):
+        choose_backend("jax", cuda=True, has_unsloth=True)

@@ -1,0 +1,193 @@
+"""The hardware plan: one place decides backend, precision, optimizer, checkpointing; GPU facts are faked here.
+
+A T4 (compute capability 7.5) emulates bf16, so ``torch.cuda.is_bf16_supported()`` says True there; the fake
+below answers as torch 2.13 does: True with emulation counted, True without only from capability 8.0.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+from gapo_lite.training import TrainConfig
+from gapo_lite.training.hardware import HardwarePlan, resolve_hardware
+from gapo_lite.training.trl_config import OBJECTIVE_FIELDS, grpo_kwargs, objective_kwargs
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """A CUDA GPU of a chosen compute capability, as torch would describe it."""
+
+    def install(major: int, minor: int) -> None:
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+        monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (major, minor))
+        monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (70 * 2**30, 80 * 2**30))
+
+        def is_bf16_supported(including_emulation: bool = True) -> bool:
+            return True if including_emulation else major >= 8
+
+        monkeypatch.setattr(torch.cuda, "is_bf16_supported", is_bf16_supported)
+
+    return install
+
+
+def cfg(**kw) -> TrainConfig:
+    return TrainConfig(output_dir="/tmp/gapo-hw", num_generations=4, prompts_per_step=2, **kw)
+
+
+@pytest.mark.parametrize("capability, precision", [((7, 5), "fp16"), ((8, 0), "bf16"), ((9, 0), "bf16")])
+def test_transformers_backend_precision_follows_native_bf16(fake_gpu, capability, precision):
+    fake_gpu(*capability)
+    hw = resolve_hardware(cfg(backend="transformers"))
+    assert hw.cuda and hw.backend == "transformers" and hw.precision == precision
+    flags = grpo_kwargs(cfg(backend="transformers"), hw, 8)
+    assert (flags["bf16"], flags["fp16"]) == (precision == "bf16", precision == "fp16")
+    assert flags["use_cpu"] is False
+
+
+@pytest.mark.parametrize("capability", [(7, 5), (8, 0)])
+def test_unsloth_backend_sets_neither_flag(fake_gpu, capability):
+    """Unsloth loads fp16 below capability 8 and refuses bf16=True then; with both flags False it picks itself."""
+    fake_gpu(*capability)
+    hw = resolve_hardware(cfg(backend="unsloth"), has_unsloth=True)
+    assert hw.backend == "unsloth" and hw.precision == "unsloth"
+    kwargs = grpo_kwargs(cfg(backend="unsloth"), hw, 8)
+    assert kwargs["bf16"] is False and kwargs["fp16"] is False
+
+
+def test_auto_backend_on_a_gpu_with_unsloth_is_unsloth(fake_gpu):
+    fake_gpu(7, 5)
+    hw = resolve_hardware(cfg(), has_unsloth=True)
+    assert (hw.backend, hw.precision, hw.optim, hw.gradient_checkpointing, hw.load_in_4bit) == ("unsloth", "unsloth", "adamw_8bit", True, True)
+    assert hw.planner_optimizer == "adamw_8bit" and hw.quantization == "4bit"
+    no_unsloth = resolve_hardware(cfg(), has_unsloth=False)
+    assert no_unsloth.backend == "transformers" and "not installed" in no_unsloth.backend_reason and no_unsloth.precision == "fp16"
+
+
+def test_models_compute_dtype_on_a_t4_is_fp16(fake_gpu):
+    from gapo_lite.models import compute_dtype
+
+    fake_gpu(7, 5)
+    assert compute_dtype() == torch.float16
+    fake_gpu(8, 0)
+    assert compute_dtype() == torch.bfloat16
+
+
+def test_cpu_plan():
+    hw = resolve_hardware(cfg(), processes=1)
+    assert (hw.cuda, hw.backend, hw.precision, hw.optim, hw.gradient_checkpointing, hw.load_in_4bit) == (
+        False, "transformers", "fp32", "adamw_torch", False, False)
+    assert hw.planner_optimizer == "adamw" and hw.quantization == "32bit"
+    assert resolve_hardware(cfg(optim="sgd", gradient_checkpointing=True)).optim == "sgd"
+
+
+def test_world_size_is_read_once_and_checked(monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    hw = resolve_hardware(cfg())
+    assert hw.world_size == 2
+    kwargs = grpo_kwargs(cfg(), hw, 2)  # 8 completions over 2 processes: 4 each, 2 per pass
+    assert kwargs["gradient_accumulation_steps"] == kwargs["steps_per_generation"] == 2
+    monkeypatch.setenv("WORLD_SIZE", "zero")
+    with pytest.raises(ValueError, match="WORLD_SIZE"):
+        resolve_hardware(cfg())
+    with pytest.raises(ValueError, match="does not split over 3"):
+        grpo_kwargs(cfg(), dataclasses.replace(hw, world_size=3), 1)
+
+
+def test_fast_inference_needs_unsloth_on_cuda(fake_gpu):
+    with pytest.raises(ValueError, match="CUDA"):
+        resolve_hardware(cfg(fast_inference=True))
+    fake_gpu(8, 0)
+    with pytest.raises(ValueError, match="unsloth"):
+        resolve_hardware(cfg(fast_inference=True, backend="transformers"))
+    assert resolve_hardware(cfg(fast_inference=True), has_unsloth=True).fast_inference
+
+
+def test_planner_is_asked_about_what_runs(fake_gpu):
+    """plan_for_config plans the hardware plan's backend, optimizer and checkpointing (not fixed defaults)."""
+    from gapo_lite.training.planning import plan_for_config
+
+    fake_gpu(8, 0)
+    config = TrainConfig(model="qwen2.5-7b", memory_budget_gb=40, backend="transformers")
+    hw = resolve_hardware(config)
+    plan = plan_for_config(config, prompt_tokens=90, hardware=hw)
+    assert plan.backend == "transformers" and plan.settings["optimizer"] == "adamw_8bit"
+    assert plan.settings["prompt_tokens"] == 90 and plan.settings["gradient_checkpointing"] is True
+    fp32_states = plan_for_config(dataclasses.replace(config, optim="adamw_torch"), prompt_tokens=90,
+                                  hardware=dataclasses.replace(hw, optim="adamw_torch"))
+    assert fp32_states.terms["lora_params_and_optimizer"] == plan.terms["lora_params_and_optimizer"] * 16 // 10
+
+
+def test_objective_fields_are_all_set_explicitly():
+    """Unsloth fills in only unset (None) fields; every objective field is given a value, so there is nothing to fill."""
+    kwargs = objective_kwargs(TrainConfig())
+    assert set(kwargs) == set(OBJECTIVE_FIELDS)
+    assert all(value is not None for value in kwargs.values())
+    # the paper's GRPO: symmetric PPO clip, truncated completions kept, no KL
+    assert (kwargs["epsilon"], kwargs["epsilon_high"], kwargs["mask_truncated_completions"], kwargs["beta"]) == (0.2, 0.2, False, 0.0)
+    assert objective_kwargs(TrainConfig(loss_type="cispo"))["epsilon_high"] == 5.0
+    assert objective_kwargs(TrainConfig(epsilon_high=0.28))["epsilon_high"] == 0.28
+    with pytest.raises(ValueError, match="dr_grpo"):
+        TrainConfig(loss_type="dr_grpo")
+    assert TrainConfig(loss_type="dr_grpo", scale_rewards="none").scale_rewards == "none"
+    with pytest.raises(ValueError, match="scale_rewards"):
+        TrainConfig(scale_rewards="yes")
+
+
+UNSLOTH_CONFIG_SCRIPT = textwrap.dedent(
+    """
+    import dataclasses, json, pathlib, sys
+    import unsloth  # CPU fallback: TRL stays unpatched, so build Unsloth's patched config class explicitly
+    from unsloth.models.rl import _patch_trl_rl_trainers
+    _patch_trl_rl_trainers("grpo_trainer")
+    cache = pathlib.Path(sys.argv[1])
+    sys.path.insert(0, str(cache))
+    import UnslothGRPOTrainer as patched
+    unsloth_cls = patched.UnslothGRPOConfig
+    trl_cls = unsloth_cls.__mro__[1]  # TRL's own GRPOConfig
+    from gapo_lite.training import TrainConfig
+    from gapo_lite.training.hardware import resolve_hardware
+    from gapo_lite.training.trl_config import OBJECTIVE_FIELDS, grpo_kwargs
+    out = {}
+    for loss in ("dapo", "grpo", "cispo", "bnpo"):
+        config = TrainConfig(output_dir=str(cache / "o"), num_generations=4, prompts_per_step=2, loss_type=loss)
+        kwargs = grpo_kwargs(config, resolve_hardware(config), 4)
+        resolved = {}
+        for name, cls in (("unsloth", unsloth_cls), ("trl", trl_cls)):
+            args = cls(**kwargs)
+            resolved[name] = {f: getattr(args, f) for f in OBJECTIVE_FIELDS}
+        out[loss] = resolved
+    print("RESULT " + json.dumps(out, default=str))
+    """
+)
+
+
+@pytest.mark.slow
+def test_resolved_objective_is_identical_on_both_backends(tmp_path):
+    """Unsloth's patched GRPOConfig (built on CPU from unsloth 2026.10.9) and TRL's resolve to the same objective."""
+    pytest.importorskip("unsloth")
+    env = {**os.environ, "UNSLOTH_COMPILE_LOCATION": str(tmp_path / "cache"), "GAPO_LITE_BACKEND": "transformers"}
+    proc = subprocess.run([sys.executable, "-c", UNSLOTH_CONFIG_SCRIPT, str(tmp_path / "cache")], capture_output=True, text=True,
+                          env=env, cwd=tmp_path, timeout=400)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, proc.stderr[-3000:]
+    result = json.loads(lines[-1][7:])
+    for loss, resolved in result.items():
+        assert resolved["unsloth"] == resolved["trl"], loss
+        assert resolved["trl"]["loss_type"] == loss
+    assert result["dapo"]["unsloth"]["mask_truncated_completions"] is False and result["dapo"]["unsloth"]["epsilon_high"] == 0.2
+
+
+def test_hardware_plan_rejects_nonsense():
+    with pytest.raises(ValueError, match="backend"):
+        HardwarePlan(cuda=False, world_size=1, backend="auto", backend_reason="", precision="fp32", optim="adamw_torch",
+                     gradient_checkpointing=False, load_in_4bit=False)
+    with pytest.raises(ValueError, match="precision"):
+        HardwarePlan(cuda=False, world_size=1, backend="transformers", backend_reason="", precision="fp8", optim="adamw_torch",
+                     gradient_checkpointing=False, load_in_4bit=False)
