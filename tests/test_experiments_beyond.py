@@ -21,14 +21,12 @@ from gapo_lite.data.arithmetic import (
 )
 from gapo_lite.data.open_ended import (
     EVAL_SUITE_OVERLAP,
-    CategoryScorer,
     build_open_ended_dataset,
-    open_ended_scorer,
     open_prompt,
     prompt_words,
     vocabularies,
 )
-from gapo_lite.rewards import AccuracyDiversityScorer, Group, OpenEndedFrequencyScorer, SemanticScorer
+from gapo_lite.rewards import AccuracyDiversityScorer, CategoryScorer, Group, OpenEndedFrequencyScorer, SemanticScorer, open_ended_scorer
 
 # ---------------------------------------------------------------- open-ended data
 
@@ -246,9 +244,9 @@ def test_pretrain_draws_follow_the_shares():
 
 
 def test_validity_baseline_ignores_the_group():
-    from gapo_lite.experiments.open_ended import ValidityBaseline
+    from gapo_lite.rewards import ValidityReward
 
-    baseline = ValidityBaseline(open_ended_scorer("train"))
+    baseline = ValidityReward(open_ended_scorer("train"))
     group = Group("g", None, ["Apple", "Apple", "Banana", "Dragonfruit"], {"category": "fruits"})
     assert baseline(group) == [1.0, 1.0, 1.0, -1.0]
 

@@ -273,7 +273,7 @@ def markdown(results: dict[str, Any]) -> str:
         lines += _table(["list", *[f"JSD {label}" for label in labels], *[f"valid {label}" for label in labels]], rows)
         lines += [""] + figure("lists_jsd.png") + figure("lists_histograms.png") + figure("lists_position.png")
     if any("open" in r for r in variants.values()):
-        lines += ["## Open-ended", "", "Answers are canonicalised (gapo_lite.eval.canonical.canonicalize) before counting.", ""]
+        lines += ["## Open-ended", "", "Answers are canonicalised (gapo_lite.answers.canonical.canonicalize) before counting.", ""]
         first = next(r["open"] for r in variants.values() if "open" in r)
         rows = []
         for name in first["prompts"]:

@@ -95,7 +95,7 @@ class AccuracyScorer:
 
     def answers(self, group) -> list[str | None]:
         from gapo_lite.data.arithmetic import format_signature
-        from gapo_lite.rewards.accuracy import answers_match
+        from gapo_lite.answers import answers_match
 
         ref = float(group.columns[self.reference_column])
         return [format_signature(c) if answers_match(self.extract_answer(c), ref) else None for c in group.completions]
@@ -130,7 +130,8 @@ def score_samples(problem_samples: list[tuple[int, list[str]]]) -> dict[str, Any
     ``format_accuracy``: the share of those attempts that are correct.
     """
     from gapo_lite.data.arithmetic import FORMATS, format_of, format_signature, strict_answer
-    from gapo_lite.rewards.accuracy import answers_match, extract_number
+    from gapo_lite.answers import answers_match, extract_number
+    from gapo_lite.metrics import entropy
 
     if not problem_samples:
         raise ValueError("score_samples needs at least one problem")
@@ -154,8 +155,7 @@ def score_samples(problem_samples: list[tuple[int, list[str]]]) -> dict[str, Any
         shares.update(counts)
         per_problem_formats.append(len(counts))
         if formats:
-            h = -sum(c / len(formats) * math.log(c / len(formats)) for c in counts.values())
-            entropies.append(h / math.log(len(FORMATS)))
+            entropies.append(entropy(formats, base=len(FORMATS)))
     return {
         "accuracy": correct_n / total,
         "lenient_accuracy": lenient_n / total,

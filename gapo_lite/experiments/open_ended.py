@@ -3,7 +3,7 @@
 1. build a tiny Qwen2 whose word-level vocabulary holds every prompt word and every category item;
 2. pretrain it on "Name a(n) <noun>." for ALL categories to answer one favourite item (the category's first)
    with probability ``favourite_share`` and the other items evenly (mode collapse);
-3. train it with GAPO (:class:`~gapo_lite.data.open_ended.CategoryScorer`: one
+3. train it with GAPO (:class:`~gapo_lite.rewards.CategoryScorer`: one
    :class:`~gapo_lite.rewards.OpenEndedFrequencyScorer` per category, validator = the category's word list)
    on the TRAINING categories only; optionally, from the same start, plain GRPO with a per-sample
    validity reward (``baseline=True``);
@@ -85,9 +85,9 @@ def pretrain_draw(share: float):
 
 def measure(model: Any, tokenizer: Any, s: OpenSettings) -> dict[str, Any]:
     """Per split and temperature: mean Unique@N, valid rate and favourite share over the split's categories."""
-    from gapo_lite.data.open_ended import open_ended_scorer, open_prompt, vocabularies
+    from gapo_lite.data.open_ended import open_prompt, vocabularies
     from gapo_lite.metrics import unique_at_n
-    from gapo_lite.rewards import Group
+    from gapo_lite.rewards import Group, open_ended_scorer
     from gapo_lite.sampling import sample_completions
 
     scorer = open_ended_scorer("all")
@@ -125,21 +125,6 @@ def rl_config(s: OpenSettings, start: Path, out: Path):
     )
 
 
-class ValidityBaseline:
-    """Per-sample baseline: 1 for a valid answer, -1 otherwise (no group awareness); validity from ``scorer``."""
-
-    name = "validity"
-
-    def __init__(self, scorer) -> None:
-        self.scorer = scorer
-
-    def answers(self, group):
-        return self.scorer.answers(group)
-
-    def __call__(self, group) -> list[float]:
-        return [1.0 if a is not None else -1.0 for a in self.scorer.answers(group)]
-
-
 def run_experiment(out_dir: str | Path = "runs/exp_open", settings: OpenSettings | None = None, command: str | None = None) -> dict[str, Any]:
     """Every stage; prints the table and writes ``results.json``."""
     from transformers import logging as hf_logging
@@ -155,7 +140,8 @@ def run_experiment(out_dir: str | Path = "runs/exp_open", settings: OpenSettings
 def _run(s: OpenSettings, out: Path, command: str | None) -> dict[str, Any]:
     import torch
 
-    from gapo_lite.data.open_ended import build_open_ended_dataset, open_ended_scorer, prompt_words
+    from gapo_lite.data.open_ended import build_open_ended_dataset, prompt_words
+    from gapo_lite.rewards import ValidityReward, open_ended_scorer
     from gapo_lite.experiments import supervised_pretrain
     from gapo_lite.models import load_model
     from gapo_lite.tiny import build_tiny_model
@@ -179,7 +165,7 @@ def _run(s: OpenSettings, out: Path, command: str | None) -> dict[str, Any]:
 
     runs = [("gapo", open_ended_scorer("train"))]
     if s.baseline:
-        runs.append(("baseline", ValidityBaseline(open_ended_scorer("train"))))
+        runs.append(("baseline", ValidityReward(open_ended_scorer("train"))))
     for name, scorer in runs:
         print(f"[2/3] {LABELS[name]}: {s.rl_steps} steps on the training categories")
         t = time.perf_counter()
