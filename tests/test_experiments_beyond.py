@@ -14,11 +14,11 @@ from gapo_lite.data.arithmetic import (
     format_clusterer,
     format_of,
     format_signature,
-    gsm8k_rows,
     problems,
     solution,
     strict_answer,
 )
+from gapo_lite.data.gsm8k import gsm8k_rows
 from gapo_lite.data.open_ended import (
     EVAL_SUITE_OVERLAP,
     build_open_ended_dataset,
@@ -144,6 +144,7 @@ def test_recipe_open_ended_names():
     from gapo_lite.training.recipes import load_recipe_file
 
     recipe = load_recipe_file("open_ended_names")
+    recipe.scorer, recipe.train_dataset = recipe.build("scorer"), recipe.build("train_dataset")
     _check_gpu_config(recipe.config, "runs/open_ended_names")
     _check_rows(recipe.train_dataset, recipe.config, extra=("category",))
     trained = set(recipe.train_dataset["category"])
@@ -162,6 +163,7 @@ def test_recipe_semantic_creative():
     from gapo_lite.training.recipes import load_recipe_file
 
     recipe = load_recipe_file("semantic_creative")
+    recipe.scorer, recipe.train_dataset = recipe.build("scorer"), recipe.build("train_dataset")
     _check_gpu_config(recipe.config, "runs/semantic_creative")
     _check_rows(recipe.train_dataset, recipe.config)
     assert isinstance(recipe.scorer, SemanticScorer)
@@ -185,6 +187,8 @@ def test_recipe_gsm8k_accuracy_diversity(monkeypatch):
 
     monkeypatch.setattr(datasets, "load_dataset", load_dataset)
     recipe = load_recipe_file("gsm8k_accuracy_diversity")
+    assert calls == []  # nothing is downloaded before the final config is known
+    recipe.scorer, recipe.train_dataset = recipe.build("scorer"), recipe.build("train_dataset")
     assert calls == [("openai/gsm8k", "main", "train")]
     _check_gpu_config(recipe.config, "runs/gsm8k_accuracy_diversity")
     assert recipe.config.max_completion_length >= 256

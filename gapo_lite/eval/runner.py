@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gapo_lite.errors import UserError, UserFileNotFoundError
 from gapo_lite.eval.sweep import DEFAULT_TEMPERATURES
 
 SUITES: tuple[str, ...] = ("lists", "open", "creative", "bench")
@@ -39,13 +40,13 @@ def plan_variants(model: str, adapter: str | None = None, compare: str | None = 
     """
     model = str(model)
     if adapter is not None and not _is_adapter(adapter):
-        raise FileNotFoundError(f"adapter {adapter!r} is not a PEFT adapter folder (no adapter_config.json in it)")
+        raise UserFileNotFoundError(f"adapter {adapter!r} is not a PEFT adapter folder (no adapter_config.json in it)")
     if compare is None:
         return [Variant("base", model)] + ([Variant("adapter", model, str(adapter))] if adapter else [])
     first = Variant("adapter", model, str(adapter)) if adapter else Variant("base", model)
     second = Variant("compare", model, str(compare)) if _is_adapter(compare) else Variant("compare", str(compare))
     if (second.model, second.adapter) == (first.model, first.adapter):
-        raise ValueError(f"--compare {compare!r} is the same as what is evaluated already")
+        raise UserError(f"--compare {compare!r} is the same as what is evaluated already")
     return [first, second]
 
 
@@ -168,11 +169,11 @@ def evaluate(
     suites = list(dict.fromkeys(suites))
     unknown = [s for s in suites if s not in SUITES]
     if unknown or not suites:
-        raise ValueError(f"unknown suite(s) {unknown or suites}; choose from {', '.join(SUITES)}")
+        raise UserError(f"unknown suite(s) {unknown or suites}; choose from {', '.join(SUITES)}")
     if n is not None and n < 1:
-        raise ValueError(f"n must be >= 1, got {n}")
+        raise UserError(f"n must be >= 1, got {n}")
     if sweep and sweep_n < 1:
-        raise ValueError(f"sweep_n must be >= 1, got {sweep_n}")
+        raise UserError(f"sweep_n must be >= 1, got {sweep_n}")
     variants = plan_variants(model, adapter, compare)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import random
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import Any
+
+from gapo_lite.overrides import apply_overrides
 
 Messages = list[dict[str, str]]
 Draw = Callable[[random.Random], tuple[Messages, str]]
-S = TypeVar("S")
+__all__ = ["add_common_arguments", "apply_overrides", "supervised_pretrain", "table", "torch_threads"]
 
 
 def supervised_pretrain(
@@ -92,33 +93,6 @@ def torch_threads(n: int) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(previous)
-
-
-def apply_overrides(settings: S, assignments: Sequence[str], what: str = "setting") -> S:
-    """A copy of a settings dataclass with ``key=value`` assignments (tuples as comma-separated values)."""
-    fields = {f.name for f in dataclasses.fields(settings)}  # type: ignore[arg-type]
-    changes: dict[str, Any] = {}
-    for text in assignments:
-        key, sep, raw = (s.strip() for s in text.partition("="))
-        if not sep:
-            raise ValueError(f"--set expects key=value, got {text!r}")
-        if key not in fields:
-            raise ValueError(f"unknown {what} {key!r}; known: {', '.join(sorted(fields))}")
-        current = getattr(settings, key)
-        try:
-            if isinstance(current, bool):
-                if raw.lower() not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
-                    raise ValueError
-                value: Any = raw.lower() in ("1", "true", "yes", "on")
-            elif isinstance(current, tuple):
-                kind = type(current[0]) if current else str
-                value = tuple(kind(x.strip()) for x in raw.split(",") if x.strip())
-            else:
-                value = type(current)(raw)
-        except ValueError:
-            raise ValueError(f"bad value for {key}: {raw!r} (expected {type(current).__name__})") from None
-        changes[key] = value
-    return dataclasses.replace(settings, **changes)  # type: ignore[type-var]
 
 
 def add_common_arguments(parser: argparse.ArgumentParser, default_out: str) -> None:
