@@ -94,8 +94,8 @@ class AccuracyScorer:
         self.reference_column = reference_column
 
     def answers(self, group) -> list[str | None]:
-        from gapo_lite.data.arithmetic import format_signature
         from gapo_lite.answers import answers_match
+        from gapo_lite.data.arithmetic import format_signature
 
         ref = float(group.columns[self.reference_column])
         return [format_signature(c) if answers_match(self.extract_answer(c), ref) else None for c in group.completions]
@@ -129,8 +129,8 @@ def score_samples(problem_samples: list[tuple[int, list[str]]]) -> dict[str, Any
     ``attempt_shares``: shares of all samples written in each format's shape, right or wrong, and
     ``format_accuracy``: the share of those attempts that are correct.
     """
-    from gapo_lite.data.arithmetic import FORMATS, format_of, format_signature, strict_answer
     from gapo_lite.answers import answers_match, extract_number
+    from gapo_lite.data.arithmetic import FORMATS, format_of, format_signature, strict_answer
     from gapo_lite.metrics import entropy
 
     if not problem_samples:

@@ -141,9 +141,9 @@ def _run(s: OpenSettings, out: Path, command: str | None) -> dict[str, Any]:
     import torch
 
     from gapo_lite.data.open_ended import build_open_ended_dataset, prompt_words
-    from gapo_lite.rewards import ValidityReward, open_ended_scorer
     from gapo_lite.experiments import supervised_pretrain
     from gapo_lite.models import load_model
+    from gapo_lite.rewards import ValidityReward, open_ended_scorer
     from gapo_lite.tiny import build_tiny_model
     from gapo_lite.training import train
 

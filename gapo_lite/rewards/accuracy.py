@@ -15,8 +15,8 @@ from numbers import Real
 from typing import Any
 
 from gapo_lite.answers.numbers import answers_match, extract_number, reasoning_text
-from gapo_lite.rewards.group import Group
 from gapo_lite.rewards.frequency import frequency_rewards_with_L
+from gapo_lite.rewards.group import Group
 
 Cluster = Callable[[list[str]], Sequence[Hashable]]
 
