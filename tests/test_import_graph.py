@@ -15,7 +15,7 @@ LAYERS: list[set[str]] = [
     {"gapo_lite.rewards"},
     {"gapo_lite.models", "gapo_lite.memory"},
     {"gapo_lite.training", "gapo_lite.eval"},
-    {"gapo_lite.pretrain"},
+    {"gapo_lite.pretrain", "gapo_lite.supervised"},
     {"gapo_lite.experiments"},
     {"gapo_lite.demo"},
     {"gapo_lite", "gapo_lite.cli"},
