@@ -210,7 +210,8 @@ def test_compare_with_another_model_and_adapters(tiny, tmp_path):
     assert all("delta" in row for row in r["comparison"]["rows"])
 
     second = _make_adapter(tiny["model"], tmp_path / "adapter2", 2)
-    r = evaluate(str(tiny["model"]), adapter=str(tiny["adapter"]), compare=str(second), suites=("open",), out_dir=tmp_path / "out2", n=3, max_new_tokens=4, progress=False)
+    r = evaluate(str(tiny["model"]), adapter=str(tiny["adapter"]), compare=str(second), suites=("open",), out_dir=tmp_path / "out2",
+                 n=3, max_new_tokens=4, progress=False)
     assert [v["adapter"] for v in r["config"]["variants"]] == [str(tiny["adapter"]), str(second)]
     first_samples = (tmp_path / "out2" / "samples" / "adapter_open.jsonl").read_text()
     second_samples = (tmp_path / "out2" / "samples" / "compare_open.jsonl").read_text()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -57,8 +58,9 @@ def imports_of(path: Path, modules: set[str], root: Path = PACKAGE) -> set[str]:
     return {m for m in found if m in modules and m != name}
 
 
+@functools.lru_cache(maxsize=1)
 def build_graph() -> dict[str, set[str]]:
-    """Module -> the package modules it imports."""
+    """Module -> the package modules it imports (parsed once per session; treat as read-only)."""
     modules = all_modules()
     return {module_name(p): imports_of(p, modules) for p in PACKAGE.rglob("*.py")}
 
