@@ -64,7 +64,10 @@ class ModelPool:
         if path not in self._models:
             from gapo_lite.models import load_model
 
-            model, tokenizer = load_model(path, backend=self.backend, load_in_4bit=self.load_in_4bit, lora=None)  # type: ignore[arg-type]
+            try:
+                model, tokenizer = load_model(path, backend=self.backend, load_in_4bit=self.load_in_4bit, lora=None)  # type: ignore[arg-type]
+            except FileNotFoundError as err:  # no such folder, or a hub name that cannot be fetched
+                raise UserFileNotFoundError(str(err)) from err
             self._models[path] = {"model": model, "tokenizer": tokenizer, "peft": None, "adapters": {}}
         return self._models[path]
 
