@@ -80,26 +80,6 @@ def pretrain_draw(s: AccuracySettings):
     return draw
 
 
-class AccuracyScorer:
-    """The baseline: 1 for a correct answer, 0 otherwise, each completion on its own."""
-
-    name = "accuracy"
-
-    def __init__(self, extract_answer, reference_column: str = "answer") -> None:
-        self.extract_answer = extract_answer
-        self.reference_column = reference_column
-
-    def answers(self, group) -> list[str | None]:
-        from gapo_lite.answers import answers_match
-        from gapo_lite.data.arithmetic import format_signature
-
-        ref = float(group.columns[self.reference_column])
-        return [format_signature(c) if answers_match(self.extract_answer(c), ref) else None for c in group.completions]
-
-    def __call__(self, group) -> list[float]:
-        return [0.0 if a is None else 1.0 for a in self.answers(group)]
-
-
 def gapo_scorer():
     """GAPO accuracy-first: strict checker, clusters = format signatures."""
     from gapo_lite.data.arithmetic import format_clusterer, strict_answer
@@ -193,7 +173,8 @@ def rl_config(s: AccuracySettings, start: Path, out: Path, run: RLRun | None = N
 
 def experiment(s: AccuracySettings) -> Experiment:
     """The stages of this experiment for :func:`~gapo_lite.experiments.runner.run_staged`."""
-    from gapo_lite.data.arithmetic import arithmetic_words, build_arithmetic_dataset, strict_answer
+    from gapo_lite.data.arithmetic import arithmetic_words, build_arithmetic_dataset, format_signature, strict_answer
+    from gapo_lite.rewards import AccuracyReward
     from gapo_lite.supervised import supervised_pretrain
     from gapo_lite.tiny import build_tiny_model
 
@@ -202,7 +183,7 @@ def experiment(s: AccuracySettings) -> Experiment:
 
     runs = [RLRun("gapo", LABELS["gapo"], gapo_scorer, data)]
     if s.baseline:
-        runs.append(RLRun("baseline", LABELS["baseline"], lambda: AccuracyScorer(strict_answer), data))
+        runs.append(RLRun("baseline", LABELS["baseline"], lambda: AccuracyReward(strict_answer, label=format_signature), data))
     return Experiment(
         settings=s,
         build_model=lambda path: build_tiny_model(path, words=arithmetic_words(s.max_operand), hidden_size=s.hidden_size,

@@ -2,11 +2,11 @@
 
 Layout (arrows point down only): ``group`` (Group, the scorer protocol, group metrics) and ``frequency``
 (the reward formula) at the bottom; the scorers (``lists``, ``open_ended``, ``categories``, ``semantic``,
-``accuracy``, ``validity``) on them; ``hook`` (GroupReward) on top. Answer parsing comes from
+``accuracy``, ``validity``; ``AccuracyReward`` and ``ValidityReward`` are the per-sample baselines) on them; ``hook`` (GroupReward) on top. Answer parsing comes from
 :mod:`gapo_lite.answers`; nothing here imports ``eval`` or ``experiments``.
 """
 from gapo_lite.answers import canonical_answer, extract_number
-from gapo_lite.rewards.accuracy import AccuracyDiversityScorer
+from gapo_lite.rewards.accuracy import AccuracyDiversityScorer, AccuracyReward
 from gapo_lite.rewards.categories import CategoryScorer, open_ended_scorer
 from gapo_lite.rewards.frequency import expected_reward, frequency_aware_rewards, frequency_rewards_with_L
 from gapo_lite.rewards.group import Group, GroupScorer, group_metrics
@@ -18,6 +18,7 @@ from gapo_lite.rewards.validity import ValidityReward
 
 __all__ = [
     "AccuracyDiversityScorer",
+    "AccuracyReward",
     "CategoryScorer",
     "FrequencyScorer",
     "Group",

@@ -21,6 +21,47 @@ from gapo_lite.rewards.group import Group
 Cluster = Callable[[list[str]], Sequence[Hashable]]
 
 
+def group_reference(group: Group, column: str, extract_answer: Callable[[str], float | None], who: str = "scorer") -> float:
+    """The reference answer of ``group`` as a number: a number column as is, a text column through ``extract_answer``."""
+    if column not in group.columns:
+        raise KeyError(f"{who} needs the dataset column {column!r} (the reference answer); columns seen: {sorted(group.columns)}")
+    raw = group.columns[column]
+    value = float(raw) if isinstance(raw, Real) and not isinstance(raw, bool) else None
+    if value is None and isinstance(raw, str):
+        value = extract_answer(raw)
+    if value is None:
+        raise ValueError(f"reference {raw!r} in column {column!r} of group {group.key!r} holds no number")
+    return value
+
+
+class AccuracyReward:
+    """Plain GRPO baseline for a task with a checker: 1 for a correct answer, ``wrong_reward`` otherwise, each
+    completion on its own. ``label(text)`` names a correct answer for the group metrics (default: the text)."""
+
+    name = "accuracy"
+
+    def __init__(
+        self,
+        extract_answer: Callable[[str], float | None] = extract_number,
+        reference_column: str = "answer",
+        *,
+        label: Callable[[str], Hashable] = str.strip,
+        wrong_reward: float = 0.0,
+    ) -> None:
+        self.extract_answer = extract_answer
+        self.reference_column = reference_column
+        self.label = label
+        self.wrong_reward = wrong_reward
+
+    def answers(self, group: Group) -> list[Hashable | None]:
+        """``label`` of each correct completion, ``None`` for a wrong one."""
+        ref = group_reference(group, self.reference_column, self.extract_answer, type(self).__name__)
+        return [self.label(c) if answers_match(self.extract_answer(c), ref) else None for c in group.completions]
+
+    def __call__(self, group: Group) -> list[float]:
+        return [float(self.wrong_reward) if a is None else 1.0 for a in self.answers(group)]
+
+
 class AccuracyDiversityScorer:
     """Wrong answers get ``invalid_reward``; correct ones are rewarded for a rare solution (see module doc)."""
 
@@ -53,18 +94,7 @@ class AccuracyDiversityScorer:
 
     def reference(self, group: Group) -> float:
         """The group's reference answer as a number (a number column, or text parsed by ``extract_answer``)."""
-        if self.reference_column not in group.columns:
-            raise KeyError(
-                f"{type(self).__name__} needs the dataset column {self.reference_column!r} (the reference answer); "
-                f"columns seen: {sorted(group.columns)}"
-            )
-        raw = group.columns[self.reference_column]
-        value = float(raw) if isinstance(raw, Real) and not isinstance(raw, bool) else None
-        if value is None and isinstance(raw, str):
-            value = self.extract_answer(raw)
-        if value is None:
-            raise ValueError(f"reference {raw!r} in column {self.reference_column!r} of group {group.key!r} holds no number")
-        return value
+        return group_reference(group, self.reference_column, self.extract_answer, type(self).__name__)
 
     def correct(self, group: Group) -> list[bool]:
         reference = self.reference(group)
