@@ -150,9 +150,16 @@ def settings_from_args(settings_class: Any, args: argparse.Namespace, what: str 
 
 
 def module_main(prog: str, description: str, default_out: str, run: Callable[[argparse.Namespace], int], argv: list[str] | None) -> int:
-    """``python -m <prog>``: parse the common arguments, record the command line, run."""
+    """``python -m <prog>``: parse the common arguments, record the command line, run; a bad ``--set`` is one
+    line on stderr and exit code 2, as in ``gapo-lite``."""
+    from gapo_lite.errors import UserError
+
     parser = argparse.ArgumentParser(prog=prog, description=description)
     add_common_arguments(parser, default_out)
     args = parser.parse_args(argv)
     args.command = " ".join([prog, *(sys.argv[1:] if argv is None else argv)])
-    return run(args)
+    try:
+        return run(args)
+    except UserError as err:
+        print(f"{prog}: error: {err}", file=sys.stderr)
+        return 2
