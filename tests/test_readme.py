@@ -108,3 +108,42 @@ def test_readme_names_no_missing_files():
     names |= set(re.findall(r"\b([\w-]+\.ya?ml)\b", README)) - {"config.yaml"}
     missing = sorted(n for n in names if not (ROOT / n).exists() and not re.search(r"\b[A-Z]{2,}\b", n))  # NAME: a placeholder
     assert not missing, missing
+
+
+def shell_lines(markdown: str) -> list[str]:
+    """Every command line of the README's ```bash blocks (comments stripped)."""
+    blocks = re.findall(r"^```bash\n(.*?)^```", markdown, flags=re.MULTILINE | re.DOTALL)
+    return [line.split("#", 1)[0].strip() for block in blocks for line in block.splitlines() if line.split("#", 1)[0].strip()]
+
+
+def test_readme_commands_name_things_that_exist():
+    """Recipes, modules, scripts and make targets named in the README's shell examples exist."""
+    import importlib.util
+
+    lines = shell_lines(README)
+    assert lines
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    for line in lines:
+        for recipe in re.findall(r"--recipe (\w+)", line):
+            assert (ROOT / "recipes" / f"{recipe}.py").is_file(), line
+        for module in re.findall(r"(?:^|\s)-m ([\w.]+)", line):
+            assert importlib.util.find_spec(module) is not None, line
+        for script in re.findall(r"(?:python|bash) ((?:recipes|benchmarks|scripts)/[\w./-]+)", line):
+            assert (ROOT / script).is_file(), line
+        for target in re.findall(r"^make (\w+)", line):
+            assert re.search(rf"^{target}:", makefile, flags=re.MULTILINE), line
+
+
+def test_readme_train_commands_have_valid_overrides():
+    """Every ``--set`` of a README ``gapo-lite train`` example parses against its recipe's config."""
+    from gapo_lite.overrides import apply_overrides
+    from gapo_lite.training.recipes import load_recipe_file
+
+    checked = 0
+    for line in shell_lines(README):
+        recipe = re.search(r"train --recipe (\w+)", line)
+        sets = re.findall(r"--set (\S+)", line)
+        if recipe and sets:
+            apply_overrides(load_recipe_file(recipe.group(1)).config, sets, what="TrainConfig key")
+            checked += 1
+    assert checked >= 2
