@@ -116,3 +116,18 @@ def test_experiment_modules_answer_a_bad_set_in_one_line(module, capsys, tmp_pat
     err = capsys.readouterr().err.strip()
     assert err == f"python -m gapo_lite.experiments.{module}: error: unknown setting 'no_such_setting'; known: " + err.split("known: ")[1]
     assert not (tmp_path / "results.json").exists()
+
+
+def test_the_console_script_is_the_error_handling_entry(capsys):
+    import importlib
+    import re
+
+    target = re.search(r'^gapo-lite = "([\w.:]+)"', (ROOT / "pyproject.toml").read_text(), flags=re.MULTILINE).group(1)
+    module, _, name = target.partition(":")
+    script = getattr(importlib.import_module(module), name)
+    assert script(["train", "--recipe", "no_such_recipe"]) == 2
+    one_error_line(capsys, "train")
+    with pytest.raises(SystemExit) as stop:
+        script([])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith("gapo-lite: error: the following arguments are required")
