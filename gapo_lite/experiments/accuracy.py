@@ -5,7 +5,7 @@
    "7" / "3 + 4 = 7" / "The answer is 7" (so it mostly uses one format);
 3. train it with GAPO's accuracy-first scorer (:class:`~gapo_lite.rewards.AccuracyDiversityScorer`: wrong
    answers -1, correct ones the frequency reward over solution clusters) and, from the same start, with a
-   plain per-sample accuracy reward (1 correct, 0 wrong; ``baseline=True``);
+   plain per-sample accuracy reward (:class:`~gapo_lite.rewards.AccuracyReward`: 1 correct, 0 wrong; ``baseline=True``);
 4. measure accuracy and the diversity of the correct solutions at T = 0.7 and 1.0.
 
 Clustering uses the number-masked format signature (:func:`gapo_lite.data.arithmetic.format_clusterer`),

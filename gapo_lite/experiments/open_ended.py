@@ -6,7 +6,7 @@
 3. train it with GAPO (:class:`~gapo_lite.rewards.CategoryScorer`: one
    :class:`~gapo_lite.rewards.OpenEndedFrequencyScorer` per category, validator = the category's word list)
    on the TRAINING categories only; optionally, from the same start, plain GRPO with a per-sample
-   validity reward (``baseline=True``);
+   validity reward (:class:`~gapo_lite.rewards.ValidityReward`, ``baseline=True``);
 4. measure Unique@N (N samples per prompt), valid rate and the favourite's share on training and
    held-out categories at T = 0.7 and 1.0.
 
