@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import os
 from pathlib import Path
 
 import pytest
@@ -145,3 +146,17 @@ def test_answers_import_nothing_else_from_gapo_lite():
     for module, deps in graph.items():
         if module.startswith("gapo_lite.answers"):
             assert all(d.startswith("gapo_lite.answers") for d in deps), (module, deps)
+
+
+def test_importing_rewards_loads_no_eval_or_experiments_module():
+    """The same rule at run time, in a fresh interpreter (package __init__ files included)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, gapo_lite.rewards, gapo_lite.answers, gapo_lite.data; "
+            "print(sorted(m for m in sys.modules if m.startswith(('gapo_lite.eval', 'gapo_lite.experiments', 'gapo_lite.training'))))")
+    env_path = str(PACKAGE.parent)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": env_path, "GAPO_LITE_BACKEND": "transformers"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from gapo_lite.errors import UserError, UserFileNotFoundError
+from gapo_lite.eval.bench import BenchItem
+from gapo_lite.eval.settings import SampleSettings
 from gapo_lite.eval.sweep import DEFAULT_TEMPERATURES
 
 SUITES: tuple[str, ...] = ("lists", "open", "creative", "bench")
@@ -168,10 +170,10 @@ class EvalPlan:
     variants: list[Variant]
     suites: list[str]
     out: Path
-    settings: dict[str, Any] = field(default_factory=dict)
-    sweep_settings: Any = None
-    bench_items: list[Any] | None = None
-    bench_manager: Any = None
+    settings: dict[str, SampleSettings] = field(default_factory=dict)
+    sweep_settings: SampleSettings | None = None
+    bench_items: list[BenchItem] | None = None
+    bench_manager: Any = None  # lm-eval's TaskManager
 
 
 @dataclass
@@ -186,7 +188,6 @@ class EvalRun:
 def plan_evaluation(model: str, adapter: str | None = None, compare: str | None = None, options: EvalOptions | None = None) -> EvalPlan:
     """Check the options and decide what to run; loads no model (the bench plan may load task configs)."""
     from gapo_lite.eval import bench as bench_mod
-    from gapo_lite.eval.settings import SampleSettings
 
     o = options or EvalOptions()
     suites = list(dict.fromkeys(o.suites))

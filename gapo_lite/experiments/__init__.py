@@ -6,13 +6,11 @@ The names below are re-exported for callers that import them from here (``gapo_l
 """
 from gapo_lite.experiments.runner import Experiment, RLRun, add_common_arguments, run_staged, table, torch_threads
 from gapo_lite.overrides import apply_overrides
-from gapo_lite.pretrain import adamw_warmup_cosine
 from gapo_lite.supervised import supervised_pretrain, train_steps
 
 __all__ = [
     "Experiment",
     "RLRun",
-    "adamw_warmup_cosine",
     "add_common_arguments",
     "apply_overrides",
     "run_staged",
