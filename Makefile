@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-all bench clean
+.PHONY: setup demo lint test test-all bench clean
 
 setup: $(STAMP)
 
@@ -20,15 +20,19 @@ $(STAMP): requirements.txt pyproject.toml
 demo: $(STAMP)  ## the miniature GAPO reproduction on CPU
 	$(BIN)/python -m gapo_lite.cli demo
 
-test: $(STAMP)  ## the default test run (slow tests excluded)
+lint: $(STAMP)
+	$(BIN)/ruff check gapo_lite tests recipes benchmarks scripts
+
+test: $(STAMP) lint  ## lint, then the default test run (slow tests excluded)
 	$(BIN)/python -m pytest -q -m "not slow"
 
 test-all: $(STAMP)
 	$(BIN)/python -m pytest -q
 
-bench: $(STAMP)
+bench: $(STAMP)  ## every benchmark the README lists
 	$(BIN)/python benchmarks/hook_overhead.py
 	$(BIN)/python benchmarks/memory.py
+	$(BIN)/python benchmarks/semantic_overhead.py
 
 clean:
 	rm -rf $(VENV) runs unsloth_compiled_cache .pytest_cache

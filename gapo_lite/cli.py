@@ -1,12 +1,19 @@
 """``gapo-lite`` command line: ``demo``, ``train``, ``plan``, ``eval``.
 
 Each subcommand lives in its own module exposing ``add_arguments(parser)`` and ``run(args) -> int``.
+:func:`entry` (the ``gapo-lite`` console script and ``python -m gapo_lite.cli``) prints a user error
+(:class:`~gapo_lite.errors.UserError`: bad recipe, ``--set``, model path or suite) as one line,
+``gapo-lite <cmd>: error: ...``, and exits with code 2; any other exception keeps its traceback.
+:func:`main` runs a command and lets every exception through (for Python callers and tests).
 """
 from __future__ import annotations
 
 import argparse
 import importlib
 import sys
+from typing import NoReturn
+
+from gapo_lite.errors import UserError
 
 COMMANDS = {
     "demo": ("gapo_lite.demo", "the miniature GAPO reproduction on CPU (the README's main job)"),
@@ -14,11 +21,19 @@ COMMANDS = {
     "plan": ("gapo_lite.memory.cli", "memory plan: what fits, and how to chunk the groups"),
     "eval": ("gapo_lite.eval.cli", "diversity / validity / accuracy evaluation with a report"),
 }
+USAGE_ERROR = 2
+
+
+class OneLineErrorParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line on stderr: ``<prog>: error: <message>``."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(USAGE_ERROR, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="gapo-lite", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = OneLineErrorParser(prog="gapo-lite", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineErrorParser)
     for name, (module, help_text) in COMMANDS.items():
         sub_parser = sub.add_parser(name, help=help_text, description=help_text)
         sub_parser.set_defaults(_module=module)
@@ -32,12 +47,30 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; exceptions (user errors included) propagate."""
     args = build_parser().parse_args(argv)
     if getattr(args, "_missing", None):
-        print(f"gapo-lite {args.command}: not available in this build ({args._missing} missing)", file=sys.stderr)
-        return 2
+        print(f"gapo-lite {args.command}: error: not available in this build ({args._missing} missing)", file=sys.stderr)
+        return USAGE_ERROR
     return int(importlib.import_module(args._module).run(args) or 0)
 
 
+def command_name(argv: list[str] | None) -> str:
+    """The subcommand named in ``argv`` (``"gapo-lite"`` alone when there is none)."""
+    words = sys.argv[1:] if argv is None else argv
+    name = next((w for w in words if w in COMMANDS), None)
+    return f"gapo-lite {name}" if name else "gapo-lite"
+
+
+def entry(argv: list[str] | None = None) -> int:
+    """:func:`main` for the shell: a :class:`UserError` becomes one line on stderr and exit code 2."""
+    try:
+        return main(argv)
+    except UserError as err:
+        message = " ".join(str(err).split()) or type(err).__name__
+        print(f"{command_name(argv)}: error: {message}", file=sys.stderr)
+        return USAGE_ERROR
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry())

@@ -203,7 +203,7 @@ CURVES = (("distinct_per_group", "distinct valid answers per group"), ("group_en
 
 def read_curves(metrics_path: Path) -> dict[str, tuple[list[int], list[float]]]:
     """Per-step series of the hook's group metrics from a run's ``metrics.jsonl`` (keyed by metric suffix)."""
-    from gapo_lite.training.logging import read_metrics
+    from gapo_lite.training.callbacks import read_metrics
 
     series: dict[str, tuple[list[int], list[float]]] = {key: ([], []) for key, _ in CURVES}
     for row in read_metrics(metrics_path):

@@ -46,14 +46,24 @@ def jsd_to_uniform(choices: Sequence[Hashable | None], items: Sequence[Hashable]
     return min(1.0, max(0.0, js))
 
 
+def entropy(answers: Sequence[Hashable], base: float = math.e) -> float:
+    """Shannon entropy of the empirical distribution of ``answers`` in log ``base`` (0 for an empty list).
+
+    The one entropy of the kit: the hook's group entropy (bits), the lists suite's normalised entropy and
+    the accuracy experiment's format entropy all call it.
+    """
+    n = len(answers)
+    if n == 0:
+        return 0.0
+    return -sum(c / n * math.log(c / n, base) for c in Counter(answers).values())
+
+
 def normalized_entropy(choices: Sequence[Hashable | None], items: Sequence[Hashable]) -> float:
     """Entropy of the valid choices divided by log(L): 1 for uniform over ``items``, 0 for one answer."""
     unique_items = list(dict.fromkeys(items))
     if len(unique_items) < 2:
         raise ValueError("normalized_entropy needs at least two items")
-    p = choice_distribution(choices, unique_items)
-    h = -sum(pi * math.log(pi) for pi in p if pi > 0)
-    return h / math.log(len(unique_items))
+    return entropy(_valid(choices, unique_items), base=len(unique_items))
 
 
 def unique_at_n(answers: Sequence[Hashable | None], n: int | None = None) -> int:

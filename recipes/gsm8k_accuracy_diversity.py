@@ -9,7 +9,7 @@ the group's other correct ones scores up to 1, the shared one down to 1/32, alwa
 GSM8K ("openai/gsm8k", config "main", train split) is downloaded once by `datasets` (or read from its
 cache). Paper settings otherwise (LoRA r=64, alpha=32, dropout 0.1, G=32, lr 1e-5, 8 prompts per step).
 """
-from gapo_lite.data.arithmetic import build_gsm8k_dataset
+from gapo_lite.data.gsm8k import build_gsm8k_dataset
 from gapo_lite.rewards import AccuracyDiversityScorer
 from gapo_lite.training import TrainConfig, train
 
@@ -28,8 +28,17 @@ config = TrainConfig(
     report_to="none",
 )
 
-scorer = AccuracyDiversityScorer(reference_column="answer")  # MiniLM clustering, loaded on first use
-train_dataset = build_gsm8k_dataset("train", limit=config.max_steps * config.prompts_per_step)
+
+
+def scorer(config: TrainConfig):
+    """Wrong answers score ``invalid_reward``; correct ones are clustered with MiniLM (loaded on first use)."""
+    return AccuracyDiversityScorer(reference_column="answer", invalid_reward=config.invalid_reward)
+
+
+def train_dataset(config: TrainConfig):
+    """The first ``max_steps * prompts_per_step`` GSM8K training questions (after any --set)."""
+    return build_gsm8k_dataset("train", limit=config.max_steps * config.prompts_per_step)
+
 
 if __name__ == "__main__":
-    train(config, scorer=scorer, train_dataset=train_dataset)
+    train(config, scorer=scorer(config), train_dataset=train_dataset(config))

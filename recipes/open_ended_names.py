@@ -9,7 +9,8 @@ as invalid. The categories that `gapo-lite eval open` asks about (city, country,
 out, so that suite measures prompts the model never trained on (12 categories remain). Paper settings otherwise (LoRA r=64,
 alpha=32, dropout 0.1, G=32, lr 1e-5, 8 prompts per step, beta=0).
 """
-from gapo_lite.data.open_ended import ANSWER_ONLY, EVAL_SUITE_OVERLAP, build_open_ended_dataset, open_ended_scorer, vocabularies
+from gapo_lite.data.open_ended import ANSWER_ONLY, EVAL_SUITE_OVERLAP, build_open_ended_dataset, vocabularies
+from gapo_lite.rewards import open_ended_scorer
 from gapo_lite.training import TrainConfig, train
 
 # "numbers" is left out too: its list spells numbers out ("Seven"), so a model's "7" would count as invalid.
@@ -30,10 +31,19 @@ config = TrainConfig(
     report_to="none",
 )
 
-scorer = open_ended_scorer("train", names=CATEGORIES)
-train_dataset = build_open_ended_dataset(
-    config.max_steps * config.prompts_per_step, split="train", names=CATEGORIES, suffix=ANSWER_ONLY, seed=config.data_seed
-)
+
+
+def scorer(config: TrainConfig):
+    """One open-ended scorer per category; validator = the category's word list."""
+    return open_ended_scorer("train", names=CATEGORIES, invalid_reward=config.invalid_reward)
+
+
+def train_dataset(config: TrainConfig):
+    """``max_steps * prompts_per_step`` prompts over CATEGORIES, seeded by ``data_seed`` (after any --set)."""
+    return build_open_ended_dataset(
+        config.max_steps * config.prompts_per_step, split="train", names=CATEGORIES, suffix=ANSWER_ONLY, seed=config.data_seed
+    )
+
 
 if __name__ == "__main__":
-    train(config, scorer=scorer, train_dataset=train_dataset)
+    train(config, scorer=scorer(config), train_dataset=train_dataset(config))

@@ -48,11 +48,20 @@ config = TrainConfig(
     report_to="none",
 )
 
-scorer = SemanticScorer(threshold=0.85, max_chars=400)
-train_dataset = Dataset.from_list(
-    [{"prompt": [{"role": "user", "content": PROMPTS[i % len(PROMPTS)]}], "prompt_id": f"creative-{i:05d}"}
-     for i in range(config.max_steps * config.prompts_per_step)]
-)
+
+
+def scorer(config: TrainConfig):
+    """Frequency reward over near-duplicate clusters (cosine >= 0.85); empty or over-long answers are invalid."""
+    return SemanticScorer(threshold=0.85, max_chars=400, invalid_reward=config.invalid_reward)
+
+
+def train_dataset(config: TrainConfig):
+    """The 16 prompts in turn, ``max_steps * prompts_per_step`` rows (after any --set)."""
+    return Dataset.from_list(
+        [{"prompt": [{"role": "user", "content": PROMPTS[i % len(PROMPTS)]}], "prompt_id": f"creative-{i:05d}"}
+         for i in range(config.max_steps * config.prompts_per_step)]
+    )
+
 
 if __name__ == "__main__":
-    train(config, scorer=scorer, train_dataset=train_dataset)
+    train(config, scorer=scorer(config), train_dataset=train_dataset(config))

@@ -53,7 +53,15 @@ def test_vocabulary_covers_items_and_prompt_words():
     assert {"Pick", "list", "Answer"} <= vocab
 
 
-@pytest.mark.parametrize("kwargs, match", [({"num_prompts": 0}, "num_prompts"), ({"num_prompts": 2, "min_items": 5, "max_items": 4}, "min_items"), ({"num_prompts": 2, "max_items": 99}, "max_items"), ({"num_prompts": 2, "split": "test"}, "split")])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"num_prompts": 0}, "num_prompts"),
+        ({"num_prompts": 2, "min_items": 5, "max_items": 4}, "min_items"),
+        ({"num_prompts": 2, "max_items": 99}, "max_items"),
+        ({"num_prompts": 2, "split": "test"}, "split"),
+    ],
+)
 def test_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         build_list_dataset(**kwargs)

@@ -1,5 +1,7 @@
 """End to end on CPU with tiny models: every suite, an adapter, a comparison, the sweep and the report files."""
 import json
+import math
+import re
 from pathlib import Path
 
 import pytest
@@ -80,31 +82,100 @@ def test_adapter_is_really_applied(full_run):
     assert base != tuned
 
 
-def test_lists_suite(full_run):
-    _, results = full_run
+def _rows(out: Path, relative: str) -> list[dict]:
+    return [json.loads(line) for line in (out / relative).read_text().splitlines()]
+
+
+def _simple_choice(text: str, items: list[str]) -> str | None:
+    """A second, simpler parser: the one item whose words appear in a row in the lowercased text, else None."""
+    words = re.findall(r"[\w']+", text.lower())
+    hits = {item for item in items if any(words[i : i + len(item.split())] == item.lower().split() for i in range(len(words)))}
+    hits = {h for h in hits if not any(h != o and h.lower() in o.lower() for o in hits)}  # "sea" inside "sea lion"
+    return hits.pop() if len(hits) == 1 else None
+
+
+def _jsd_by_hand(counts: list[int]) -> float:
+    """JSD (base 2) of the empirical distribution to uniform, from the definition with M = (P + U) / 2."""
+    total, size = sum(counts), len(counts)
+    p = [c / total for c in counts]
+    m = [(pi + 1 / size) / 2 for pi in p]
+    kl_p = sum(pi * math.log2(pi / mi) for pi, mi in zip(p, m) if pi > 0)
+    kl_u = sum((1 / size) * math.log2((1 / size) / mi) for mi in m)
+    return (kl_p + kl_u) / 2
+
+
+def test_lists_suite_recomputed_from_its_samples(full_run):
+    """Counts, invalid, valid rate and JSD of every list, recomputed from the raw completions in samples/."""
+    out, results = full_run
     for label in ("base", "adapter"):
         r = results["variants"][label]["lists"]
-        assert len(r["lists"]) == 4
+        rows = _rows(out, r["samples_file"])
+        assert len(rows) == 4 * 4  # 4 lists x n=4
         for lst in r["lists"]:
-            assert lst["n"] == 4
-            assert sum(lst["counts"].values()) + lst["invalid"] == 4
-            assert lst["valid_rate"] == pytest.approx(1 - lst["invalid"] / 4)
-            assert lst["jsd"] is None or 0.0 <= lst["jsd"] <= 1.0
-        assert 0.0 <= r["mean_valid_rate"] <= 1.0
-        assert len((Path(full_run[0]) / r["samples_file"]).read_text().splitlines()) == 16
+            mine = [row for row in rows if row["list_id"] == lst["list_id"]]
+            choices = [_simple_choice(row["completion"], lst["items"]) for row in mine]
+            assert choices == [row["choice"] for row in mine]
+            counts = [choices.count(item) for item in lst["items"]]
+            assert lst["counts"] == dict(zip(lst["items"], counts))
+            assert lst["invalid"] == choices.count(None)
+            assert lst["valid_rate"] == (4 - choices.count(None)) / 4
+            if sum(counts):
+                assert lst["jsd"] == pytest.approx(_jsd_by_hand(counts), abs=1e-12)
+            else:
+                assert lst["jsd"] is None  # no valid answer: JSD undefined (nan, stored as null)
+        scored = [lst["jsd"] for lst in r["lists"] if lst["jsd"] is not None]
+        if scored:
+            assert r["mean_jsd"] == pytest.approx(sum(scored) / len(scored))
 
 
-def test_open_and_creative_suites(full_run):
-    _, results = full_run
+def test_score_list_against_the_simpler_implementations():
+    """The tiny random model names no list item, so the end-to-end JSD above is undefined; here a list with
+    valid choices is scored and checked against the by-hand JSD and counts."""
+    from gapo_lite.eval.lists import score_list
+
+    items = ("Owl", "Cat", "Dog", "Sea lion")
+    texts = ["owl", "I pick the Owl.", "cat", "Sea lion!", "nothing", "Owl and Cat"]
+    shown = [items] * len(texts)
+    choices = [_simple_choice(t, list(items)) for t in texts]
+    assert choices == ["Owl", "Owl", "Cat", "Sea lion", None, None]
+    r = score_list(choices, shown, items)
+    assert r["counts"] == {"Owl": 2, "Cat": 1, "Dog": 0, "Sea lion": 1} and r["invalid"] == 2
+    assert r["valid_rate"] == pytest.approx(4 / 6)
+    assert r["jsd"] == pytest.approx(_jsd_by_hand([2, 1, 0, 1]), abs=1e-12)
+    # by hand: P = (1/2, 1/4, 0, 1/4), M = (3/8, 1/4, 1/8, 1/4)
+    by_hand = 0.5 * (0.5 * math.log2(4 / 3) + 0) + 0.5 * (0.25 * math.log2(2 / 3) + 0.25 * math.log2(2))
+    assert r["jsd"] == pytest.approx(by_hand, abs=1e-12)
+    assert r["position_shares"] == [0.5, 0.25, 0.0, 0.25]
+
+
+def test_open_suite_recomputed_from_its_samples(full_run):
+    """Unique@N per prompt and its mean, counted from the canonical answers in samples/."""
+    out, results = full_run
     for label in ("base", "adapter"):
-        open_ = results["variants"][label]["open"]
-        assert len(open_["prompts"]) == 10
-        assert all(1 <= p["unique"] <= 4 and p["n"] == 4 for p in open_["prompts"].values())
-        creative = results["variants"][label]["creative"]
-        assert len(creative["tasks"]) == 8
-        for task in creative["tasks"].values():
-            assert 0.0 <= task["embedding_distance"] <= 2.0
-            assert 0.0 <= task["one_minus_self_bleu"] <= 1.0
+        r = results["variants"][label]["open"]
+        rows = _rows(out, r["samples_file"])
+        assert len(r["prompts"]) == 10 and len(rows) == 40
+        for name, p in r["prompts"].items():
+            answers = [row["answer"] for row in rows if row["prompt"] == name]
+            assert p["n"] == len(answers) == 4
+            assert p["unique"] == len({a for a in answers if a})
+        assert r["mean_unique"] == pytest.approx(sum(p["unique"] for p in r["prompts"].values()) / 10)
+
+
+def test_creative_self_bleu_recomputed(full_run):
+    """1 - Self-BLEU per task from sacrebleu directly: each output against all the others, then the mean."""
+    from sacrebleu.metrics import BLEU
+
+    out, results = full_run
+    bleu = BLEU(effective_order=True)
+    r = results["variants"]["base"]["creative"]
+    rows = _rows(out, r["samples_file"])
+    assert len(r["tasks"]) == 8
+    for task, scores in r["tasks"].items():
+        texts = [row["completion"] for row in rows if row["task"] == task]
+        assert len(texts) == 4
+        self_bleu = sum(bleu.sentence_score(t, texts[:i] + texts[i + 1 :]).score / 100 for i, t in enumerate(texts)) / len(texts)
+        assert scores["one_minus_self_bleu"] == pytest.approx(1 - self_bleu, abs=1e-9)
 
 
 def test_bench_suite(full_run):
@@ -112,7 +183,6 @@ def test_bench_suite(full_run):
     for label in ("base", "adapter"):
         b = results["variants"][label]["bench"]
         assert b["gapo_pick_mc"]["status"] == "ok" and b["gapo_pick_mc"]["questions"] == 4
-        assert 0.0 <= b["gapo_pick_mc"]["metrics"]["acc,none"] <= 1.0
         assert b["gapo_pick_gen"]["status"] == "ok" and "exact_match,none" in b["gapo_pick_gen"]["metrics"]
         group = b["gapo_pick_group"]
         assert group["status"] == "ok" and group["limit_per_task"] == 2 and group["questions"] == 4
@@ -127,8 +197,7 @@ def test_sweep(full_run):
         points = sweep["points"][label]
         assert [p["temperature"] for p in points] == [0.5, 1.3]
         for p in points:
-            assert 1 <= p["diversity"] <= 3
-            assert p["coherence"] < 0.0
+            assert p["coherence"] < 0.0  # a mean log-probability of sampled tokens
 
 
 def test_compare_with_another_model_and_adapters(tiny, tmp_path):
@@ -141,7 +210,8 @@ def test_compare_with_another_model_and_adapters(tiny, tmp_path):
     assert all("delta" in row for row in r["comparison"]["rows"])
 
     second = _make_adapter(tiny["model"], tmp_path / "adapter2", 2)
-    r = evaluate(str(tiny["model"]), adapter=str(tiny["adapter"]), compare=str(second), suites=("open",), out_dir=tmp_path / "out2", n=3, max_new_tokens=4, progress=False)
+    r = evaluate(str(tiny["model"]), adapter=str(tiny["adapter"]), compare=str(second), suites=("open",), out_dir=tmp_path / "out2",
+                 n=3, max_new_tokens=4, progress=False)
     assert [v["adapter"] for v in r["config"]["variants"]] == [str(tiny["adapter"]), str(second)]
     first_samples = (tmp_path / "out2" / "samples" / "adapter_open.jsonl").read_text()
     second_samples = (tmp_path / "out2" / "samples" / "compare_open.jsonl").read_text()

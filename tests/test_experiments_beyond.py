@@ -14,21 +14,19 @@ from gapo_lite.data.arithmetic import (
     format_clusterer,
     format_of,
     format_signature,
-    gsm8k_rows,
     problems,
     solution,
     strict_answer,
 )
+from gapo_lite.data.gsm8k import gsm8k_rows
 from gapo_lite.data.open_ended import (
     EVAL_SUITE_OVERLAP,
-    CategoryScorer,
     build_open_ended_dataset,
-    open_ended_scorer,
     open_prompt,
     prompt_words,
     vocabularies,
 )
-from gapo_lite.rewards import AccuracyDiversityScorer, Group, OpenEndedFrequencyScorer, SemanticScorer
+from gapo_lite.rewards import AccuracyDiversityScorer, CategoryScorer, Group, OpenEndedFrequencyScorer, SemanticScorer, open_ended_scorer
 
 # ---------------------------------------------------------------- open-ended data
 
@@ -146,6 +144,7 @@ def test_recipe_open_ended_names():
     from gapo_lite.training.recipes import load_recipe_file
 
     recipe = load_recipe_file("open_ended_names")
+    recipe.scorer, recipe.train_dataset = recipe.build("scorer"), recipe.build("train_dataset")
     _check_gpu_config(recipe.config, "runs/open_ended_names")
     _check_rows(recipe.train_dataset, recipe.config, extra=("category",))
     trained = set(recipe.train_dataset["category"])
@@ -164,6 +163,7 @@ def test_recipe_semantic_creative():
     from gapo_lite.training.recipes import load_recipe_file
 
     recipe = load_recipe_file("semantic_creative")
+    recipe.scorer, recipe.train_dataset = recipe.build("scorer"), recipe.build("train_dataset")
     _check_gpu_config(recipe.config, "runs/semantic_creative")
     _check_rows(recipe.train_dataset, recipe.config)
     assert isinstance(recipe.scorer, SemanticScorer)
@@ -187,6 +187,8 @@ def test_recipe_gsm8k_accuracy_diversity(monkeypatch):
 
     monkeypatch.setattr(datasets, "load_dataset", load_dataset)
     recipe = load_recipe_file("gsm8k_accuracy_diversity")
+    assert calls == []  # nothing is downloaded before the final config is known
+    recipe.scorer, recipe.train_dataset = recipe.build("scorer"), recipe.build("train_dataset")
     assert calls == [("openai/gsm8k", "main", "train")]
     _check_gpu_config(recipe.config, "runs/gsm8k_accuracy_diversity")
     assert recipe.config.max_completion_length >= 256
@@ -246,39 +248,113 @@ def test_pretrain_draws_follow_the_shares():
 
 
 def test_validity_baseline_ignores_the_group():
-    from gapo_lite.experiments.open_ended import ValidityBaseline
+    from gapo_lite.rewards import ValidityReward
 
-    baseline = ValidityBaseline(open_ended_scorer("train"))
+    baseline = ValidityReward(open_ended_scorer("train"))
     group = Group("g", None, ["Apple", "Apple", "Banana", "Dragonfruit"], {"category": "fruits"})
     assert baseline(group) == [1.0, 1.0, 1.0, -1.0]
 
 
-def test_open_ended_experiment_quick(tmp_path):
+def _resample(folder, prompts, *, n, temperature, max_new_tokens, seed):
+    """Samples from a saved model with the sampler settings the experiments' ``measure`` uses."""
+    from gapo_lite.models import load_model
+    from gapo_lite.sampling import sample_completions
+
+    model, tok = load_model(folder, lora=None)
+    return sample_completions(model, tok, prompts, n=n, temperature=temperature, max_new_tokens=max_new_tokens,
+                              batch_size=1024, seed=seed, progress=False)
+
+
+def _simple_open_answer(text: str, vocabulary: list[str]) -> str | None:
+    """A second, simpler reading of a tiny-model answer: the whole text, spaces collapsed, trailing full stop
+    dropped, lowercased, if that is a vocabulary item (the tiny model writes items verbatim)."""
+    answer = " ".join(text.split()).rstrip(".").lower()
+    return answer if answer in {v.lower() for v in vocabulary} else None
+
+
+def test_open_ended_experiment_recomputed(tmp_path):
+    """The quick run's table, recomputed per category from fresh samples of the saved models with a simpler
+    answer reader (pretraining lengthened so that some answers are valid)."""
     from gapo_lite.experiments.open_ended import main
 
-    assert main(["--quick", "--out", str(tmp_path)]) == 0
+    argv = ["--quick", "--set", "pretrain_steps=120", "--set", "pretrain_lr=1e-2", "--out", str(tmp_path)]
+    assert main(argv) == 0
     results = json.loads((tmp_path / "results.json").read_text())
-    assert set(results) >= {"before", "gapo", "wall_seconds", "settings", "command"}
-    assert results["command"].startswith("python -m gapo_lite.experiments.open_ended --quick")
-    n = results["settings"]["eval_samples"]
-    for model in ("before", "gapo"):
-        assert set(results[model]) == {"T1/train", "T1/heldout"}
-        for cell in results[model].values():
-            assert 0 <= cell["unique"] <= n and 0 <= cell["valid_rate"] <= 1 and 0 <= cell["favourite_share"] <= cell["valid_rate"]
-            assert all(p["unique"] <= min(n, p["vocabulary_size"]) for p in cell["per_category"].values())
-    assert len(results["before"]["T1/train"]["per_category"]) == 20 and len(results["before"]["T1/heldout"]["per_category"]) == 8
+    assert results["command"] == "python -m gapo_lite.experiments.open_ended " + " ".join(argv)
+    s = results["settings"]
+    assert set(results) >= {"before", "gapo", "wall_seconds", "settings"} and "baseline" not in results
+    valid_seen = 0
+    for model, folder in (("before", tmp_path / "pretrained"), ("gapo", tmp_path / "gapo" / "model")):
+        for split in ("train", "heldout"):
+            cell = results[model][f"T1/{split}"]
+            names = sorted(vocabularies(split))
+            prompts = [[{"role": "user", "content": open_prompt(c)}] for c in names]
+            samples = _resample(folder, prompts, n=s["eval_samples"], temperature=1.0, max_new_tokens=3, seed=s["seed"] + 17)
+            per = {}
+            for category, texts in zip(names, samples):
+                vocab = vocabularies("all")[category]
+                answers = [_simple_open_answer(t, vocab) for t in texts]
+                valid = [a for a in answers if a is not None]
+                per[category] = (len(set(valid)), len(valid) / len(texts), answers.count(vocab[0].lower()) / len(texts))
+                got = cell["per_category"][category]
+                assert (got["unique"], got["valid_rate"], got["favourite_share"]) == pytest.approx(per[category]), (model, category)
+                valid_seen += len(valid)
+            for k, key in enumerate(("unique", "valid_rate", "favourite_share")):
+                assert cell[key] == pytest.approx(sum(v[k] for v in per.values()) / len(per))
+    assert valid_seen > 0  # the check above compared real answers, not only empty ones
     assert (tmp_path / "gapo" / "metrics.jsonl").read_text().strip()
 
 
-def test_accuracy_experiment_quick(tmp_path):
-    from gapo_lite.experiments.accuracy import main
+def _simple_correct(text: str, a: int, op: str, b: int) -> str | None:
+    """Which correct format ``text`` is in for the problem ``a op b``, by string comparison (a simpler checker)."""
+    text = " ".join(text.split())
+    c = a + b if op == "+" else a - b
+    if text == str(c):
+        return "bare"
+    if text == f"The answer is {c}":
+        return "sentence"
+    parts = text.split(" ")
+    if len(parts) == 5 and parts[1] in "+-" and parts[3] == "=" and all(p.lstrip("-").isdigit() for p in parts[::2]):
+        x, y, z = int(parts[0]), int(parts[2]), int(parts[4])
+        return "equation" if z == c and (x + y if parts[1] == "+" else x - y) == z else None
+    return None
 
-    assert main(["--quick", "--out", str(tmp_path)]) == 0
+
+def test_accuracy_experiment_recomputed(tmp_path):
+    """Accuracy, formats per problem and format shares of the quick run, recomputed from fresh samples of the
+    saved models with a string-comparison checker."""
+    from gapo_lite.data.arithmetic import question
+    from gapo_lite.experiments.accuracy import AccuracySettings, eval_pool, main
+
+    argv = ["--quick", "--set", "pretrain_steps=200", "--set", "pretrain_lr=1e-2", "--out", str(tmp_path)]
+    assert main(argv) == 0
     results = json.loads((tmp_path / "results.json").read_text())
-    assert set(results) >= {"before", "gapo", "baseline", "wall_seconds", "settings"}
-    for model in ("before", "gapo", "baseline"):
+    s = results["settings"]
+    pool = eval_pool(AccuracySettings(**{k: tuple(v) if isinstance(v, list) else v for k, v in s.items()}))
+    prompts = [[{"role": "user", "content": question(p)}] for p in pool]
+    correct_seen = 0
+    for model, folder in (("before", tmp_path / "pretrained"), ("gapo", tmp_path / "gapo" / "model"), ("baseline", tmp_path / "baseline" / "model")):
+        samples = _resample(folder, prompts, n=s["eval_samples"], temperature=1.0, max_new_tokens=s["max_completion_length"], seed=s["seed"] + 29)
+        formats = [[_simple_correct(t, *p) for t in texts] for p, texts in zip(pool, samples)]
+        correct = [f for per in formats for f in per if f is not None]
         cell = results[model]["T1"]
-        assert 0 <= cell["accuracy"] <= cell["lenient_accuracy"] <= 1
-        assert 0 <= cell["formats_per_problem"] <= 3 and 0 <= cell["format_entropy"] <= 1 + 1e-9
-        assert sum(cell["format_shares"].values()) == pytest.approx(1.0) or cell["accuracy"] == 0
-        assert sum(cell["attempt_shares"].values()) <= 1 + 1e-9
+        assert cell["accuracy"] == pytest.approx(len(correct) / (len(pool) * s["eval_samples"]))
+        assert cell["formats_per_problem"] == pytest.approx(sum(len({f for f in per if f}) for per in formats) / len(pool))
+        for name in ("bare", "equation", "sentence"):
+            assert cell["format_shares"][name] == pytest.approx(correct.count(name) / len(correct) if correct else 0.0)
+        assert cell["examples"] == samples[0][:8]
+        correct_seen += len(correct)
+    assert correct_seen > 0
+
+
+def test_accuracy_reward_is_per_sample():
+    from gapo_lite.rewards import AccuracyReward
+
+    reward = AccuracyReward(strict_answer, label=format_signature)
+    group = Group("g", None, ["7", "3 + 4 = 7", "The answer is 8", "7 7"], {"answer": 7})
+    assert reward(group) == [1.0, 1.0, 0.0, 0.0]
+    assert reward.answers(group) == ["N", "N + N = N", None, None]
+    text_reference = Group("g", None, ["so 72", "71"], {"answer": "48 + 24 = 72\n#### 72"})
+    assert AccuracyReward(wrong_reward=-1.0)(text_reference) == [1.0, -1.0]
+    with pytest.raises(KeyError, match="needs the dataset column 'answer'"):
+        reward(Group("g", None, ["7"], {}))

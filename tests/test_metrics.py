@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from gapo_lite.metrics import choice_distribution, jsd_to_uniform, normalized_entropy, position_bias, unique_at_n, valid_rate
+from gapo_lite.metrics import choice_distribution, entropy, jsd_to_uniform, normalized_entropy, position_bias, unique_at_n, valid_rate
 
 ITEMS = ["a", "b", "c", "d"]
 
@@ -14,7 +14,8 @@ def test_jsd_uniform_is_zero_and_point_mass_hand_computed():
     # KL(p||m) = log2(8/5); KL(q||m) = 1/4 log2(2/5) + 3/4 log2(2) ; JSD = mean of the two.
     expected = 0.5 * math.log2(8 / 5) + 0.5 * (0.25 * math.log2(0.25 / 0.625) + 0.75 * math.log2(0.25 / 0.125))
     assert jsd_to_uniform(["a"] * 10, ITEMS) == pytest.approx(expected)
-    assert 0.0 <= expected <= 1.0
+    # the same by hand to four places: 0.5 * 0.67807 + 0.5 * (0.25 * -1.32193 + 0.75) = 0.33904 + 0.20976
+    assert jsd_to_uniform(["a"] * 10, ITEMS) == pytest.approx(0.5488, abs=1e-4)
 
 
 def test_jsd_ignores_invalid_and_nan_without_valid():
@@ -58,3 +59,13 @@ def test_position_bias():
     assert position_bias(choices, shown) == pytest.approx([1 / 3, 1 / 3, 1 / 3])
     with pytest.raises(ValueError):
         position_bias(["a"], shown)
+
+
+def test_entropy_hand_computed():
+    assert entropy([]) == 0.0 and entropy(["a", "a"]) == 0.0
+    assert entropy(["a", "b"], base=2) == pytest.approx(1.0)
+    assert entropy(["a", "b", "c", "d"], base=2) == pytest.approx(2.0)
+    # shares (1/2, 1/4, 1/4): 1/2 * 1 + 2 * 1/4 * 2 = 1.5 bits = 1.5 * ln 2 nats
+    assert entropy(["x", "x", "y", "z"], base=2) == pytest.approx(1.5)
+    assert entropy(["x", "x", "y", "z"]) == pytest.approx(1.5 * math.log(2))
+    assert entropy([1, 2, 3], base=3) == pytest.approx(1.0)

@@ -11,6 +11,7 @@ import pytest
 from gapo_lite.rewards import GroupReward
 
 
+@pytest.mark.slow  # two accelerate processes training: ~20 s on an idle 2-core machine, much more under load
 @pytest.mark.skipif(shutil.which("accelerate") is None and not (Path(sys.executable).parent / "accelerate").exists(), reason="accelerate CLI missing")
 def test_two_process_training_rewards_match_one_process(small_vocab_model, tmp_path):
     path, _ = small_vocab_model

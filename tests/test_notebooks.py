@@ -108,6 +108,7 @@ def test_colab_notebook_defaults_are_the_papers():
     assert nbformat.validate(nb) is None
 
 
+@pytest.mark.slow  # runs the notebook end to end (training included)
 def test_colab_notebook_cells_run_on_cpu_with_a_tiny_model(tmp_path, kernel_name, tiny_model_path):
     out = tmp_path / "run"
     params = dict(
@@ -134,6 +135,7 @@ def test_colab_notebook_cells_run_on_cpu_with_a_tiny_model(tmp_path, kernel_name
     assert not (out / "merged_16bit").exists() and not (out / "gguf").exists()  # behind flags, off by default
 
 
+@pytest.mark.slow  # runs the notebook end to end (training included)
 def test_cpu_demo_notebook_runs_quick(tmp_path, kernel_name):
     out = tmp_path / "demo"
     nb = run_notebook(CPU, {"QUICK": True, "OUT_DIR": str(out)}, tmp_path, kernel_name)

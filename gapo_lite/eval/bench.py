@@ -112,7 +112,16 @@ def _numeric_metrics(entry: dict[str, Any]) -> dict[str, float]:
     return out
 
 
-def run(model, tokenizer, items: Sequence[BenchItem], *, batch_size: int = 8, apply_chat_template: bool = False, allow_code_exec: bool = False, manager=None) -> dict[str, Any]:
+def run(
+    model,
+    tokenizer,
+    items: Sequence[BenchItem],
+    *,
+    batch_size: int = 8,
+    apply_chat_template: bool = False,
+    allow_code_exec: bool = False,
+    manager=None,
+) -> dict[str, Any]:
     """Evaluate ``model`` (a transformers or peft model object) on every ready item; errors are reported per item."""
     from lm_eval import simple_evaluate
     from lm_eval.models.huggingface import HFLM

@@ -68,7 +68,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from gapo_lite.errors import require_local_model
     from gapo_lite.eval.runner import evaluate
+
+    require_local_model(args.model, "--model")
+    if args.compare is not None:
+        require_local_model(args.compare, "--compare")
 
     results = evaluate(
         args.model, args.adapter, args.compare,

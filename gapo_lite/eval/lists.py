@@ -132,7 +132,15 @@ def run_lists(
                 choices.append(choice)
                 shown.append(order)
                 samples.append({"list_id": lst.list_id, "order": k, "completion": text, "choice": choice})
-        per_list.append({"list_id": lst.list_id, "category": lst.category, "items": list(lst.items), "orders": [list(o) for o in lst.orders], **score_list(choices, shown, lst.items)})
+        per_list.append(
+            {
+                "list_id": lst.list_id,
+                "category": lst.category,
+                "items": list(lst.items),
+                "orders": [list(o) for o in lst.orders],
+                **score_list(choices, shown, lst.items),
+            }
+        )
     return {"lists": per_list, **summarize(per_list), "pressure": pressure_by_prompt(per_list, samples), "template": template, "num_orders": num_orders, "samples": samples}
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from gapo_lite.eval.canonical import canonicalize
+from gapo_lite.answers.canonical import canonicalize
 from gapo_lite.eval.settings import SampleSettings, sample
 
 SUFFIX = " Answer with the name only."

@@ -134,7 +134,12 @@ def plot_lists(results: dict[str, Any], out: Path) -> list[dict[str, str]]:
 
     fig, ax = plt.subplots(figsize=(8, 4))
     names = [f"{lst['list_id']} {lst['category']}" for lst in first["lists"]]
-    _grouped_bars(ax, names, {f"{label} (mean {_fmt(r['mean_jsd'])})": [lst["jsd"] for lst in r["lists"]] for label, r in variants.items()}, "JSD to uniform (lower = more uniform)")
+    _grouped_bars(
+        ax,
+        names,
+        {f"{label} (mean {_fmt(r['mean_jsd'])})": [lst["jsd"] for lst in r["lists"]] for label, r in variants.items()},
+        "JSD to uniform (lower = more uniform)",
+    )
     ax.set_ylim(0, 1)
     ax.set_title("Lists: JSD of the choice distribution to uniform")
     _finish(fig, out / "lists_jsd.png", text)
@@ -162,7 +167,12 @@ def plot_lists(results: dict[str, Any], out: Path) -> list[dict[str, str]]:
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
     width = max(len(r["position_shares"]) for r in variants.values())
-    _grouped_bars(ax, [str(k + 1) for k in range(width)], {f"{label} (TV {_fmt(r['position_tv'])})": r["position_shares"] for label, r in variants.items()}, "share of valid choices")
+    _grouped_bars(
+        ax,
+        [str(k + 1) for k in range(width)],
+        {f"{label} (TV {_fmt(r['position_tv'])})": r["position_shares"] for label, r in variants.items()},
+        "share of valid choices",
+    )
     ax.axhline(1 / width, color="grey", lw=0.8, ls="--")
     ax.set_xlabel("position of the chosen item in the list as shown")
     ax.set_title(f"Lists: position bias ({first['num_orders']} shuffled orders per list)")
@@ -180,7 +190,12 @@ def plot_open(results: dict[str, Any], out: Path) -> list[dict[str, str]]:
     text = caption(results, n=f"{first['n']} per prompt")
     fig, ax = plt.subplots(figsize=(8, 4))
     names = list(first["prompts"])
-    _grouped_bars(ax, names, {f"{label} (mean {_fmt(r['mean_unique'])})": [r["prompts"][p]["unique"] for p in names] for label, r in variants.items()}, f"Unique@{first['n']}")
+    _grouped_bars(
+        ax,
+        names,
+        {f"{label} (mean {_fmt(r['mean_unique'])})": [r["prompts"][p]["unique"] for p in names] for label, r in variants.items()},
+        f"Unique@{first['n']}",
+    )
     ax.set_title("Open-ended: distinct canonical answers per prompt")
     _finish(fig, out / "open_unique.png", text)
     return [{"file": "open_unique.png", "title": "Open-ended: Unique@N", "caption": text}]
@@ -266,14 +281,24 @@ def markdown(results: dict[str, Any]) -> str:
     if any("lists" in r for r in variants.values()):
         lines += ["", "## Lists (held-out categories)", ""]
         first = next(r["lists"] for r in variants.values() if "lists" in r)
-        lines += [f"Prompt: \"{first['template']}\"; each list shown in {first['num_orders']} shuffled orders, the N samples split evenly across them. JSD is base 2 (0 = uniform over the {len(first['lists'][0]['items'])} items) over valid answers; invalid answers count in the valid rate only.", ""]
+        lines += [
+            f'Prompt: "{first["template"]}"; each list shown in {first["num_orders"]} shuffled orders, the N samples split evenly across them. '
+            f'JSD is base 2 (0 = uniform over the {len(first["lists"][0]["items"])} items) over valid answers; invalid answers count in the valid rate only.',
+            "",
+        ]
         rows = []
         for idx, lst in enumerate(first["lists"]):
-            rows.append([f"{lst['list_id']} {lst['category']}", *[variants[label]["lists"]["lists"][idx]["jsd"] if "lists" in variants[label] else None for label in labels], *[variants[label]["lists"]["lists"][idx]["valid_rate"] if "lists" in variants[label] else None for label in labels]])
+            rows.append(
+                [
+                    f"{lst['list_id']} {lst['category']}",
+                    *[variants[label]["lists"]["lists"][idx]["jsd"] if "lists" in variants[label] else None for label in labels],
+                    *[variants[label]["lists"]["lists"][idx]["valid_rate"] if "lists" in variants[label] else None for label in labels],
+                ]
+            )
         lines += _table(["list", *[f"JSD {label}" for label in labels], *[f"valid {label}" for label in labels]], rows)
         lines += [""] + figure("lists_jsd.png") + figure("lists_histograms.png") + figure("lists_position.png")
     if any("open" in r for r in variants.values()):
-        lines += ["## Open-ended", "", "Answers are canonicalised (gapo_lite.eval.canonical.canonicalize) before counting.", ""]
+        lines += ["## Open-ended", "", "Answers are canonicalised (gapo_lite.answers.canonical.canonicalize) before counting.", ""]
         first = next(r["open"] for r in variants.values() if "open" in r)
         rows = []
         for name in first["prompts"]:
@@ -286,13 +311,35 @@ def markdown(results: dict[str, Any]) -> str:
         lines += _table(["prompt", *[h for label in labels for h in (f"Unique@{first['n']} {label}", f"top answers {label}")]], rows)
         lines += [""] + figure("open_unique.png")
     if any("creative" in r for r in variants.values()):
-        lines += ["## Creative", "", "Embedding distance: mean over pairs of 1 - cosine similarity of all-MiniLM-L6-v2 embeddings. Self-BLEU: mean over outputs of sacrebleu sentence BLEU against all the other outputs.", ""]
+        lines += [
+            "## Creative",
+            "",
+            "Embedding distance: mean over pairs of 1 - cosine similarity of all-MiniLM-L6-v2 embeddings. "
+            "Self-BLEU: mean over outputs of sacrebleu sentence BLEU against all the other outputs.",
+            "",
+        ]
         first = next(r["creative"] for r in variants.values() if "creative" in r)
-        rows = [[t, *[variants[label].get("creative", {}).get("tasks", {}).get(t, {}).get(key) for key in ("embedding_distance", "one_minus_self_bleu") for label in labels]] for t in first["tasks"]]
+        rows = [
+            [
+                t,
+                *[
+                    variants[label].get("creative", {}).get("tasks", {}).get(t, {}).get(key)
+                    for key in ("embedding_distance", "one_minus_self_bleu")
+                    for label in labels
+                ],
+            ]
+            for t in first["tasks"]
+        ]
         lines += _table(["task", *[f"distance {label}" for label in labels], *[f"1-SelfBLEU {label}" for label in labels]], rows)
         lines += [""] + figure("creative.png")
     if any("bench" in r for r in variants.values()):
-        lines += ["## Benchmarks (lm-evaluation-harness)", "", f"Limit: {cfg.get('bench_limit')} questions per benchmark (split across a group's subtasks; HumanEval whole); greedy decoding and few-shot settings as the harness's task configs define them.", ""]
+        lines += [
+            "## Benchmarks (lm-evaluation-harness)",
+            "",
+            f"Limit: {cfg.get('bench_limit')} questions per benchmark (split across a group's subtasks; HumanEval whole); "
+            "greedy decoding and few-shot settings as the harness's task configs define them.",
+            "",
+        ]
         rows = []
         for label in labels:
             for key, r in variants[label].get("bench", {}).items():

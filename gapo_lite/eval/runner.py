@@ -1,4 +1,6 @@
-"""``evaluate``: load the model (and adapter / comparison), run the suites, write results.json, report.md and PNGs."""
+"""``evaluate`` in three steps: :func:`plan_evaluation` (check the options, decide variants, sampling
+settings and benchmarks; loads nothing), :func:`run_plan` (load each model once, run the suites) and
+:func:`report` (write results.json, report.md and PNGs)."""
 from __future__ import annotations
 
 import contextlib
@@ -6,10 +8,13 @@ import gc
 import json
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from gapo_lite.errors import UserError, UserFileNotFoundError
+from gapo_lite.eval.bench import BenchItem
+from gapo_lite.eval.settings import SampleSettings
 from gapo_lite.eval.sweep import DEFAULT_TEMPERATURES
 
 SUITES: tuple[str, ...] = ("lists", "open", "creative", "bench")
@@ -39,13 +44,13 @@ def plan_variants(model: str, adapter: str | None = None, compare: str | None = 
     """
     model = str(model)
     if adapter is not None and not _is_adapter(adapter):
-        raise FileNotFoundError(f"adapter {adapter!r} is not a PEFT adapter folder (no adapter_config.json in it)")
+        raise UserFileNotFoundError(f"adapter {adapter!r} is not a PEFT adapter folder (no adapter_config.json in it)")
     if compare is None:
         return [Variant("base", model)] + ([Variant("adapter", model, str(adapter))] if adapter else [])
     first = Variant("adapter", model, str(adapter)) if adapter else Variant("base", model)
     second = Variant("compare", model, str(compare)) if _is_adapter(compare) else Variant("compare", str(compare))
     if (second.model, second.adapter) == (first.model, first.adapter):
-        raise ValueError(f"--compare {compare!r} is the same as what is evaluated already")
+        raise UserError(f"--compare {compare!r} is the same as what is evaluated already")
     return [first, second]
 
 
@@ -61,7 +66,10 @@ class ModelPool:
         if path not in self._models:
             from gapo_lite.models import load_model
 
-            model, tokenizer = load_model(path, backend=self.backend, load_in_4bit=self.load_in_4bit, lora=None)  # type: ignore[arg-type]
+            try:
+                model, tokenizer = load_model(path, backend=self.backend, load_in_4bit=self.load_in_4bit, lora=None)  # type: ignore[arg-type]
+            except FileNotFoundError as err:  # no such folder, or a hub name that cannot be fetched
+                raise UserFileNotFoundError(str(err)) from err
             self._models[path] = {"model": model, "tokenizer": tokenizer, "peft": None, "adapters": {}}
         return self._models[path]
 
@@ -121,131 +129,188 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def evaluate(
-    model: str,
-    adapter: str | None = None,
-    compare: str | None = None,
-    suites: Sequence[str] = SUITES,
-    out_dir: str | Path = "eval_out",
-    n: int | None = None,
-    temperature: float = 0.7,
-    seed: int = 0,
-    max_new_tokens: int | None = None,
-    batch_size: int = 64,
-    *,
-    sweep: bool = False,
-    sweep_temperatures: Sequence[float] = DEFAULT_TEMPERATURES,
-    sweep_n: int = 100,
-    bench_tasks: Sequence[str] | None = None,
-    bench_limit: int | None = 200,
-    bench_batch_size: int = 8,
-    bench_include_path: Sequence[str] = (),
-    bench_chat_template: bool = False,
-    allow_code_exec: bool = False,
-    fold_plurals: bool = False,
-    num_lists: int = 10,
-    list_size: int = 8,
-    num_orders: int = 4,
-    backend: str = "transformers",
-    load_in_4bit: bool = False,
-    embed=None,
-    progress: bool = True,
-) -> dict[str, Any]:
-    """Evaluate ``model`` (with ``adapter``; beside ``compare``) on ``suites``; write the report to ``out_dir``.
+@dataclass(frozen=True)
+class EvalOptions:
+    """Everything :func:`evaluate` takes besides the model, adapter and comparison (see its docstring)."""
+
+    suites: Sequence[str] = SUITES
+    out_dir: str | Path = "eval_out"
+    n: int | None = None
+    temperature: float = 0.7
+    seed: int = 0
+    max_new_tokens: int | None = None
+    batch_size: int = 64
+    sweep: bool = False
+    sweep_temperatures: Sequence[float] = DEFAULT_TEMPERATURES
+    sweep_n: int = 100
+    bench_tasks: Sequence[str] | None = None
+    bench_limit: int | None = 200
+    bench_batch_size: int = 8
+    bench_include_path: Sequence[str] = ()
+    bench_chat_template: bool = False
+    allow_code_exec: bool = False
+    fold_plurals: bool = False
+    num_lists: int = 10
+    list_size: int = 8
+    num_orders: int = 4
+    backend: str = "transformers"
+    load_in_4bit: bool = False
+    embed: Any = None
+    progress: bool = True
+
+
+@dataclass
+class EvalPlan:
+    """What :func:`run_plan` does: the variants, the suites in order, their sampling settings and benchmarks."""
+
+    model: str
+    adapter: str | None
+    compare: str | None
+    options: EvalOptions
+    variants: list[Variant]
+    suites: list[str]
+    out: Path
+    settings: dict[str, SampleSettings] = field(default_factory=dict)
+    sweep_settings: SampleSettings | None = None
+    bench_items: list[BenchItem] | None = None
+    bench_manager: Any = None  # lm-eval's TaskManager
+
+
+@dataclass
+class EvalRun:
+    """What :func:`run_plan` measured: per-variant suite results, sweep points (scored) and timings."""
+
+    per_variant: dict[str, dict[str, Any]]
+    sweep_points: dict[str, list[dict[str, Any]]]
+    seconds: dict[str, float]
+
+
+def plan_evaluation(model: str, adapter: str | None = None, compare: str | None = None, options: EvalOptions | None = None) -> EvalPlan:
+    """Check the options and decide what to run; loads no model (the bench plan may load task configs)."""
+    from gapo_lite.eval import bench as bench_mod
+
+    o = options or EvalOptions()
+    suites = list(dict.fromkeys(o.suites))
+    unknown = [s for s in suites if s not in SUITES]
+    if unknown or not suites:
+        raise UserError(f"unknown suite(s) {unknown or suites}; choose from {', '.join(SUITES)}")
+    if o.n is not None and o.n < 1:
+        raise UserError(f"n must be >= 1, got {o.n}")
+    if o.sweep and o.sweep_n < 1:
+        raise UserError(f"sweep_n must be >= 1, got {o.sweep_n}")
+    plan = EvalPlan(str(model), adapter, compare, o, plan_variants(model, adapter, compare), suites, Path(o.out_dir))
+
+    def sample_settings(n: int, suite: str) -> SampleSettings:
+        return SampleSettings(n=n, temperature=o.temperature, max_new_tokens=o.max_new_tokens or DEFAULT_MAX_NEW_TOKENS[suite],
+                              batch_size=o.batch_size, seed=o.seed, progress=o.progress)
+
+    plan.settings = {s: sample_settings(o.n or DEFAULT_N[s], s) for s in suites if s != "bench"}
+    plan.sweep_settings = sample_settings(o.sweep_n, "open") if o.sweep else None
+    if "bench" in suites:
+        names = list(o.bench_tasks or bench_mod.DEFAULT_BENCHMARKS)
+        plan.bench_manager = bench_mod.task_manager(o.bench_include_path, names)
+        plan.bench_items = bench_mod.plan(names, limit=o.bench_limit, allow_code_exec=o.allow_code_exec, manager=plan.bench_manager)
+        for item in plan.bench_items:
+            if item.status != "ready":
+                print(f"gapo-lite eval: bench {item.key} skipped: {item.reason}")
+    return plan
+
+
+def run_suite(plan: EvalPlan, suite: str, model: Any, tokenizer: Any) -> dict[str, Any]:
+    """One suite on one loaded model; samples are written to ``samples/`` by the caller."""
+    from gapo_lite.eval import bench as bench_mod
+    from gapo_lite.eval.creative import run_creative
+    from gapo_lite.eval.lists import run_lists
+    from gapo_lite.eval.open_ended import run_open
+
+    o = plan.options
+    if suite == "lists":
+        return run_lists(model, tokenizer, plan.settings[suite], num_lists=o.num_lists, list_size=o.list_size, num_orders=o.num_orders)
+    if suite == "open":
+        result = run_open(model, tokenizer, plan.settings[suite], fold_plurals=o.fold_plurals)
+        result.pop("completions")
+        return result
+    if suite == "creative":
+        return run_creative(model, tokenizer, plan.settings[suite], embed=o.embed)
+    return bench_mod.run(model, tokenizer, plan.bench_items or [], batch_size=o.bench_batch_size, apply_chat_template=o.bench_chat_template,
+                         allow_code_exec=o.allow_code_exec, manager=plan.bench_manager)
+
+
+def run_plan(plan: EvalPlan) -> EvalRun:
+    """Load each model once, run every suite (and the sweep) for every variant, score the sweep under the base."""
+    from gapo_lite.eval.sweep import sample_sweep, score_sweep
+
+    o = plan.options
+    plan.out.mkdir(parents=True, exist_ok=True)
+    pool = ModelPool(backend=o.backend, load_in_4bit=o.load_in_4bit)
+    run = EvalRun({}, {}, {})
+    for variant in plan.variants:
+        results: dict[str, Any] = {}
+        with pool.use(variant) as (m, tok):
+            for suite in plan.suites:
+                print(f"gapo-lite eval: {variant.label}: {suite}")
+                start = time.perf_counter()
+                r = run_suite(plan, suite, m, tok)
+                if "samples" in r:
+                    r["samples_file"] = _write_samples(plan.out, variant.label, suite, r.pop("samples"))
+                results[suite] = r
+                run.seconds[f"{variant.label}/{suite}"] = time.perf_counter() - start
+            if plan.sweep_settings is not None:
+                print(f"gapo-lite eval: {variant.label}: temperature sweep {list(o.sweep_temperatures)}")
+                run.sweep_points[variant.label] = sample_sweep(m, tok, plan.sweep_settings, o.sweep_temperatures, fold_plurals=o.fold_plurals)
+        run.per_variant[variant.label] = results
+        if variant.model != plan.model:
+            pool.release(variant.model)
+    if plan.sweep_settings is not None:
+        with pool.use(Variant("base", plan.model)) as (base, tok):
+            batch = max(1, min(o.batch_size, 16))
+            run.sweep_points = {label: score_sweep(base, tok, points, batch_size=batch) for label, points in run.sweep_points.items()}
+    return run
+
+
+def report(plan: EvalPlan, run: EvalRun) -> dict[str, Any]:
+    """The results as written to results.json (with report.md and the PNGs beside it)."""
+    from gapo_lite.eval.report import write_report
+
+    o = plan.options
+    sample_suites = list(plan.settings)
+    config = {
+        "model": plan.model, "adapter": plan.adapter, "compare": plan.compare,
+        "variants": [{"label": v.label, "model": v.model, "adapter": v.adapter} for v in plan.variants],
+        "suites": plan.suites, "temperature": o.temperature, "seed": o.seed,
+        "n": {s: plan.settings[s].n for s in sample_suites} | ({"sweep": o.sweep_n} if o.sweep else {}),
+        "max_new_tokens": {s: plan.settings[s].max_new_tokens for s in sample_suites},
+        "batch_size": o.batch_size, "backend": o.backend, "load_in_4bit": o.load_in_4bit, "fold_plurals": o.fold_plurals,
+        "bench_limit": o.bench_limit if "bench" in plan.suites else None,
+        "bench_tasks": [i.task for i in plan.bench_items] if plan.bench_items else None,
+        "versions": _versions(), "seconds": run.seconds,
+    }
+    results: dict[str, Any] = {"config": config, "variants": run.per_variant}
+    if plan.sweep_settings is not None:
+        results["sweep"] = {
+            "n": o.sweep_n,
+            "temperatures": [float(t) for t in o.sweep_temperatures],
+            "diversity": f"mean Unique@{o.sweep_n} over the open-ended prompts",
+            "coherence": (
+                f"mean per-token log-likelihood of the samples under the BASE model ({plan.model}, no adapter): per sample the mean "
+                "log-probability of its completion tokens given the prompt, then the mean over samples"
+            ),
+            "points": run.sweep_points,
+        }
+    return write_report(results, plan.out)
+
+
+def evaluate(model: str, adapter: str | None = None, compare: str | None = None, **options: Any) -> dict[str, Any]:
+    """Evaluate ``model`` (with ``adapter``; beside ``compare``) and write the report; ``options`` are the
+    fields of :class:`EvalOptions`.
 
     ``n`` and ``max_new_tokens`` override every suite's default (lists 100 / open 500 / creative 100 samples
     per prompt; 24 / 16 / 256 new tokens). ``sweep`` adds the temperature sweep (``sweep_n`` samples per
     open-ended prompt at each of ``sweep_temperatures``). Returns the results as written to results.json.
     """
-    from gapo_lite.eval import bench as bench_mod
-    from gapo_lite.eval.creative import run_creative
-    from gapo_lite.eval.lists import run_lists
-    from gapo_lite.eval.open_ended import run_open
-    from gapo_lite.eval.report import write_report
-    from gapo_lite.eval.settings import SampleSettings
-    from gapo_lite.eval.sweep import sample_sweep, score_sweep
-
-    suites = list(dict.fromkeys(suites))
-    unknown = [s for s in suites if s not in SUITES]
-    if unknown or not suites:
-        raise ValueError(f"unknown suite(s) {unknown or suites}; choose from {', '.join(SUITES)}")
-    if n is not None and n < 1:
-        raise ValueError(f"n must be >= 1, got {n}")
-    if sweep and sweep_n < 1:
-        raise ValueError(f"sweep_n must be >= 1, got {sweep_n}")
-    variants = plan_variants(model, adapter, compare)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    sample_suites = [s for s in suites if s != "bench"]
-    settings = {
-        s: SampleSettings(
-            n=n or DEFAULT_N[s], temperature=temperature, max_new_tokens=max_new_tokens or DEFAULT_MAX_NEW_TOKENS[s],
-            batch_size=batch_size, seed=seed, progress=progress,
-        )
-        for s in sample_suites
-    }
-    sweep_settings = SampleSettings(n=sweep_n, temperature=temperature, max_new_tokens=max_new_tokens or DEFAULT_MAX_NEW_TOKENS["open"], batch_size=batch_size, seed=seed, progress=progress) if sweep else None
-    bench_manager = bench_items = None
-    if "bench" in suites:
-        names = list(bench_tasks or bench_mod.DEFAULT_BENCHMARKS)
-        bench_manager = bench_mod.task_manager(bench_include_path, names)
-        bench_items = bench_mod.plan(names, limit=bench_limit, allow_code_exec=allow_code_exec, manager=bench_manager)
-        for item in bench_items:
-            if item.status != "ready":
-                print(f"gapo-lite eval: bench {item.key} skipped: {item.reason}")
-
-    pool = ModelPool(backend=backend, load_in_4bit=load_in_4bit)
-    per_variant: dict[str, dict[str, Any]] = {}
-    sweep_points: dict[str, list[dict[str, Any]]] = {}
-    timings: dict[str, float] = {}
-    for variant in variants:
-        results: dict[str, Any] = {}
-        with pool.use(variant) as (m, tok):
-            for suite in suites:
-                print(f"gapo-lite eval: {variant.label}: {suite}")
-                start = time.perf_counter()
-                if suite == "lists":
-                    r = run_lists(m, tok, settings[suite], num_lists=num_lists, list_size=list_size, num_orders=num_orders)
-                elif suite == "open":
-                    r = run_open(m, tok, settings[suite], fold_plurals=fold_plurals)
-                    r.pop("completions")
-                elif suite == "creative":
-                    r = run_creative(m, tok, settings[suite], embed=embed)
-                else:
-                    r = bench_mod.run(m, tok, bench_items, batch_size=bench_batch_size, apply_chat_template=bench_chat_template, allow_code_exec=allow_code_exec, manager=bench_manager)
-                if "samples" in r:
-                    r["samples_file"] = _write_samples(out, variant.label, suite, r.pop("samples"))
-                results[suite] = r
-                timings[f"{variant.label}/{suite}"] = time.perf_counter() - start
-            if sweep_settings is not None:
-                print(f"gapo-lite eval: {variant.label}: temperature sweep {list(sweep_temperatures)}")
-                sweep_points[variant.label] = sample_sweep(m, tok, sweep_settings, sweep_temperatures, fold_plurals=fold_plurals)
-        per_variant[variant.label] = results
-        if variant.model != str(model):
-            pool.release(variant.model)
-    sweep_result = None
-    if sweep_settings is not None:
-        with pool.use(Variant("base", str(model))) as (base, tok):
-            scored = {label: score_sweep(base, tok, points, batch_size=max(1, min(batch_size, 16))) for label, points in sweep_points.items()}
-        sweep_result = {
-            "n": sweep_n,
-            "temperatures": [float(t) for t in sweep_temperatures],
-            "diversity": f"mean Unique@{sweep_n} over the open-ended prompts",
-            "coherence": f"mean per-token log-likelihood of the samples under the BASE model ({model}, no adapter): per sample the mean log-probability of its completion tokens given the prompt, then the mean over samples",
-            "points": scored,
-        }
-    config = {
-        "model": str(model), "adapter": adapter, "compare": compare,
-        "variants": [{"label": v.label, "model": v.model, "adapter": v.adapter} for v in variants],
-        "suites": suites, "temperature": temperature, "seed": seed,
-        "n": {s: settings[s].n for s in sample_suites} | ({"sweep": sweep_n} if sweep else {}),
-        "max_new_tokens": {s: settings[s].max_new_tokens for s in sample_suites},
-        "batch_size": batch_size, "backend": backend, "load_in_4bit": load_in_4bit, "fold_plurals": fold_plurals,
-        "bench_limit": bench_limit if "bench" in suites else None,
-        "bench_tasks": [i.task for i in bench_items] if bench_items else None,
-        "versions": _versions(), "seconds": timings,
-    }
-    results = {"config": config, "variants": per_variant}
-    if sweep_result:
-        results["sweep"] = sweep_result
-    return write_report(results, out)
+    known = {f.name for f in fields(EvalOptions)}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise TypeError(f"evaluate() got unknown option(s) {unknown}; known: {', '.join(sorted(known))}")
+    plan = plan_evaluation(model, adapter, compare, EvalOptions(**options))
+    return report(plan, run_plan(plan))

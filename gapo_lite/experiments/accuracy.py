@@ -5,7 +5,7 @@
    "7" / "3 + 4 = 7" / "The answer is 7" (so it mostly uses one format);
 3. train it with GAPO's accuracy-first scorer (:class:`~gapo_lite.rewards.AccuracyDiversityScorer`: wrong
    answers -1, correct ones the frequency reward over solution clusters) and, from the same start, with a
-   plain per-sample accuracy reward (1 correct, 0 wrong; ``baseline=True``);
+   plain per-sample accuracy reward (:class:`~gapo_lite.rewards.AccuracyReward`: 1 correct, 0 wrong; ``baseline=True``);
 4. measure accuracy and the diversity of the correct solutions at T = 0.7 and 1.0.
 
 Clustering uses the number-masked format signature (:func:`gapo_lite.data.arithmetic.format_clusterer`),
@@ -18,18 +18,14 @@ usual GSM8K last-number check is reported beside it as "lenient accuracy".
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import json
 import math
 import random
-import sys
-import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gapo_lite.experiments import add_common_arguments, apply_overrides, table, torch_threads
+from gapo_lite.experiments.runner import Experiment, RLRun, add_common_arguments, module_main, run_staged, settings_from_args, table
 
 SHAPES = {"N": "bare", "N + N = N": "equation", "N - N = N": "equation", "The answer is N": "sentence"}
 LABELS = {"before": "before (pretrained)", "gapo": "GAPO accuracy+diversity", "baseline": "GRPO accuracy only"}
@@ -84,26 +80,6 @@ def pretrain_draw(s: AccuracySettings):
     return draw
 
 
-class AccuracyScorer:
-    """The baseline: 1 for a correct answer, 0 otherwise, each completion on its own."""
-
-    name = "accuracy"
-
-    def __init__(self, extract_answer, reference_column: str = "answer") -> None:
-        self.extract_answer = extract_answer
-        self.reference_column = reference_column
-
-    def answers(self, group) -> list[str | None]:
-        from gapo_lite.data.arithmetic import format_signature
-        from gapo_lite.rewards.accuracy import answers_match
-
-        ref = float(group.columns[self.reference_column])
-        return [format_signature(c) if answers_match(self.extract_answer(c), ref) else None for c in group.completions]
-
-    def __call__(self, group) -> list[float]:
-        return [0.0 if a is None else 1.0 for a in self.answers(group)]
-
-
 def gapo_scorer():
     """GAPO accuracy-first: strict checker, clusters = format signatures."""
     from gapo_lite.data.arithmetic import format_clusterer, strict_answer
@@ -129,8 +105,9 @@ def score_samples(problem_samples: list[tuple[int, list[str]]]) -> dict[str, Any
     ``attempt_shares``: shares of all samples written in each format's shape, right or wrong, and
     ``format_accuracy``: the share of those attempts that are correct.
     """
+    from gapo_lite.answers import answers_match, extract_number
     from gapo_lite.data.arithmetic import FORMATS, format_of, format_signature, strict_answer
-    from gapo_lite.rewards.accuracy import answers_match, extract_number
+    from gapo_lite.metrics import entropy
 
     if not problem_samples:
         raise ValueError("score_samples needs at least one problem")
@@ -154,8 +131,7 @@ def score_samples(problem_samples: list[tuple[int, list[str]]]) -> dict[str, Any
         shares.update(counts)
         per_problem_formats.append(len(counts))
         if formats:
-            h = -sum(c / len(formats) * math.log(c / len(formats)) for c in counts.values())
-            entropies.append(h / math.log(len(FORMATS)))
+            entropies.append(entropy(formats, base=len(FORMATS)))
     return {
         "accuracy": correct_n / total,
         "lenient_accuracy": lenient_n / total,
@@ -184,7 +160,7 @@ def measure(model: Any, tokenizer: Any, s: AccuracySettings) -> dict[str, Any]:
     return out
 
 
-def rl_config(s: AccuracySettings, start: Path, out: Path):
+def rl_config(s: AccuracySettings, start: Path, out: Path, run: RLRun | None = None):
     from gapo_lite.training import TrainConfig
 
     return TrainConfig(
@@ -195,63 +171,36 @@ def rl_config(s: AccuracySettings, start: Path, out: Path):
     )
 
 
+def experiment(s: AccuracySettings) -> Experiment:
+    """The stages of this experiment for :func:`~gapo_lite.experiments.runner.run_staged`."""
+    from gapo_lite.data.arithmetic import arithmetic_words, build_arithmetic_dataset, format_signature, strict_answer
+    from gapo_lite.rewards import AccuracyReward
+    from gapo_lite.supervised import supervised_pretrain
+    from gapo_lite.tiny import build_tiny_model
+
+    def data():
+        return build_arithmetic_dataset(s.rl_steps * s.prompts_per_step, max_operand=s.max_operand, seed=s.seed)
+
+    runs = [RLRun("gapo", LABELS["gapo"], gapo_scorer, data)]
+    if s.baseline:
+        runs.append(RLRun("baseline", LABELS["baseline"], lambda: AccuracyReward(strict_answer, label=format_signature), data))
+    return Experiment(
+        settings=s,
+        build_model=lambda path: build_tiny_model(path, words=arithmetic_words(s.max_operand), hidden_size=s.hidden_size,
+                                                  num_layers=s.num_layers, num_heads=s.num_heads, num_kv_heads=s.num_kv_heads, seed=s.seed),
+        pretrain=lambda model, tok: supervised_pretrain(model, tok, pretrain_draw(s), steps=s.pretrain_steps, batch_size=s.pretrain_batch,
+                                                        learning_rate=s.pretrain_lr, seed=s.seed, desc="pretraining (arithmetic)"),
+        runs=runs,
+        rl_config=lambda start, out, run: rl_config(s, start, out, run),
+        measure=lambda model, tok: measure(model, tok, s),
+        format_table=format_table,
+        pretrain_message="building and pretraining a tiny arithmetic model (one dominant solution format)",
+    )
+
+
 def run_experiment(out_dir: str | Path = "runs/exp_accuracy", settings: AccuracySettings | None = None, command: str | None = None) -> dict[str, Any]:
     """Every stage; prints the table and writes ``results.json``."""
-    from transformers import logging as hf_logging
-
-    s = settings or AccuracySettings()
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    hf_logging.set_verbosity_error()
-    with torch_threads(s.threads):
-        return _run(s, out, command)
-
-
-def _run(s: AccuracySettings, out: Path, command: str | None) -> dict[str, Any]:
-    import torch
-
-    from gapo_lite.data.arithmetic import arithmetic_words, build_arithmetic_dataset, strict_answer
-    from gapo_lite.experiments import supervised_pretrain
-    from gapo_lite.models import load_model
-    from gapo_lite.tiny import build_tiny_model
-    from gapo_lite.training import train
-
-    torch.manual_seed(s.seed)
-    t0 = time.perf_counter()
-    stages: dict[str, float] = {}
-
-    print("[1/3] building and pretraining a tiny arithmetic model (one dominant solution format)")
-    base = build_tiny_model(out / "base_model", words=arithmetic_words(s.max_operand), hidden_size=s.hidden_size, num_layers=s.num_layers,
-                            num_heads=s.num_heads, num_kv_heads=s.num_kv_heads, seed=s.seed)
-    model, tok = load_model(base, lora=None)
-    losses = supervised_pretrain(model, tok, pretrain_draw(s), steps=s.pretrain_steps, batch_size=s.pretrain_batch,
-                                 learning_rate=s.pretrain_lr, seed=s.seed, desc="pretraining (arithmetic)")
-    start = out / "pretrained"
-    model.save_pretrained(start)
-    tok.save_pretrained(start)
-    stages["pretrain"] = time.perf_counter() - t0
-    results: dict[str, Any] = {"before": measure(model, tok, s), "pretrain_final_loss": losses[-1]}
-
-    runs = [("gapo", gapo_scorer())]
-    if s.baseline:
-        runs.append(("baseline", AccuracyScorer(strict_answer)))
-    for name, scorer in runs:
-        print(f"[2/3] {LABELS[name]}: {s.rl_steps} steps")
-        t = time.perf_counter()
-        data = build_arithmetic_dataset(s.rl_steps * s.prompts_per_step, max_operand=s.max_operand, seed=s.seed)
-        result = train(rl_config(s, start, out / name), scorer=scorer, train_dataset=data)
-        stages[name] = time.perf_counter() - t
-        trained, trained_tok = load_model(result.adapter_dir, lora=None)
-        results[name] = measure(trained, trained_tok, s)
-    results["wall_seconds"] = time.perf_counter() - t0
-    results["stage_seconds"] = stages
-    results["settings"] = dataclasses.asdict(s)
-    results["command"] = command
-    (out / "results.json").write_text(json.dumps(results, indent=2))
-    print("[3/3] results")
-    print(format_table(results))
-    print(f"wrote {out / 'results.json'} in {results['wall_seconds']:.0f} s")
-    return results
+    return run_staged(experiment(settings or AccuracySettings()), out_dir, command)
 
 
 def format_table(results: dict[str, Any]) -> str:
@@ -278,17 +227,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    s = apply_overrides(AccuracySettings.quick() if args.quick else AccuracySettings(), args.overrides)
-    run_experiment(args.out, s, command=getattr(args, "command", None))
+    run_experiment(args.out, settings_from_args(AccuracySettings, args), command=getattr(args, "command", None))
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gapo_lite.experiments.accuracy", description=__doc__.split("\n")[0])
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    args.command = " ".join(["python -m gapo_lite.experiments.accuracy", *(sys.argv[1:] if argv is None else argv)])
-    return run(args)
+    return module_main("python -m gapo_lite.experiments.accuracy", __doc__.split("\n")[0], "runs/exp_accuracy", run, argv)
 
 
 if __name__ == "__main__":

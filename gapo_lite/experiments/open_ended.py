@@ -3,10 +3,10 @@
 1. build a tiny Qwen2 whose word-level vocabulary holds every prompt word and every category item;
 2. pretrain it on "Name a(n) <noun>." for ALL categories to answer one favourite item (the category's first)
    with probability ``favourite_share`` and the other items evenly (mode collapse);
-3. train it with GAPO (:class:`~gapo_lite.data.open_ended.CategoryScorer`: one
+3. train it with GAPO (:class:`~gapo_lite.rewards.CategoryScorer`: one
    :class:`~gapo_lite.rewards.OpenEndedFrequencyScorer` per category, validator = the category's word list)
    on the TRAINING categories only; optionally, from the same start, plain GRPO with a per-sample
-   validity reward (``baseline=True``);
+   validity reward (:class:`~gapo_lite.rewards.ValidityReward`, ``baseline=True``);
 4. measure Unique@N (N samples per prompt), valid rate and the favourite's share on training and
    held-out categories at T = 0.7 and 1.0.
 
@@ -15,15 +15,11 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import json
-import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gapo_lite.experiments import add_common_arguments, apply_overrides, table, torch_threads
+from gapo_lite.experiments.runner import Experiment, RLRun, add_common_arguments, module_main, run_staged, settings_from_args, table
 
 LABELS = {"before": "before (collapsed)", "gapo": "GAPO", "baseline": "GRPO + validity"}
 
@@ -65,7 +61,7 @@ def favourite(category: str) -> str:
 
 
 def pretrain_draw(share: float):
-    """``draw(rng)`` for :func:`~gapo_lite.experiments.supervised_pretrain`: a prompt of any category and its
+    """``draw(rng)`` for :func:`~gapo_lite.supervised.supervised_pretrain`: a prompt of any category and its
     favourite item with probability ``share``, else another item of the category, uniformly."""
     from gapo_lite.data.open_ended import open_prompt, vocabularies
 
@@ -85,9 +81,9 @@ def pretrain_draw(share: float):
 
 def measure(model: Any, tokenizer: Any, s: OpenSettings) -> dict[str, Any]:
     """Per split and temperature: mean Unique@N, valid rate and favourite share over the split's categories."""
-    from gapo_lite.data.open_ended import open_ended_scorer, open_prompt, vocabularies
+    from gapo_lite.data.open_ended import open_prompt, vocabularies
     from gapo_lite.metrics import unique_at_n
-    from gapo_lite.rewards import Group
+    from gapo_lite.rewards import Group, open_ended_scorer
     from gapo_lite.sampling import sample_completions
 
     scorer = open_ended_scorer("all")
@@ -114,7 +110,7 @@ def measure(model: Any, tokenizer: Any, s: OpenSettings) -> dict[str, Any]:
     return out
 
 
-def rl_config(s: OpenSettings, start: Path, out: Path):
+def rl_config(s: OpenSettings, start: Path, out: Path, run: RLRun | None = None):
     from gapo_lite.training import TrainConfig
 
     return TrainConfig(
@@ -125,78 +121,38 @@ def rl_config(s: OpenSettings, start: Path, out: Path):
     )
 
 
-class ValidityBaseline:
-    """Per-sample baseline: 1 for a valid answer, -1 otherwise (no group awareness); validity from ``scorer``."""
+def experiment(s: OpenSettings) -> Experiment:
+    """The stages of this experiment for :func:`~gapo_lite.experiments.runner.run_staged`."""
+    from gapo_lite.data.open_ended import build_open_ended_dataset, prompt_words
+    from gapo_lite.rewards import ValidityReward, open_ended_scorer
+    from gapo_lite.supervised import supervised_pretrain
+    from gapo_lite.tiny import build_tiny_model
 
-    name = "validity"
+    def data():
+        return build_open_ended_dataset(s.rl_steps * s.prompts_per_step, split="train", seed=s.seed)
 
-    def __init__(self, scorer) -> None:
-        self.scorer = scorer
-
-    def answers(self, group):
-        return self.scorer.answers(group)
-
-    def __call__(self, group) -> list[float]:
-        return [1.0 if a is not None else -1.0 for a in self.scorer.answers(group)]
+    runs = [RLRun("gapo", LABELS["gapo"], lambda: open_ended_scorer("train"), data)]
+    if s.baseline:
+        runs.append(RLRun("baseline", LABELS["baseline"], lambda: ValidityReward(open_ended_scorer("train")), data))
+    return Experiment(
+        settings=s,
+        build_model=lambda path: build_tiny_model(path, words=prompt_words("all"), hidden_size=s.hidden_size, num_layers=s.num_layers,
+                                                  num_heads=s.num_heads, num_kv_heads=s.num_kv_heads, seed=s.seed),
+        pretrain=lambda model, tok: supervised_pretrain(model, tok, pretrain_draw(s.favourite_share), steps=s.pretrain_steps,
+                                                        batch_size=s.pretrain_batch, learning_rate=s.pretrain_lr, seed=s.seed,
+                                                        desc="pretraining (collapse)"),
+        runs=runs,
+        rl_config=lambda start, out, run: rl_config(s, start, out, run),
+        measure=lambda model, tok: measure(model, tok, s),
+        format_table=format_table,
+        pretrain_message="building and pretraining a collapsed tiny model (all categories)",
+        run_message=" on the training categories",
+    )
 
 
 def run_experiment(out_dir: str | Path = "runs/exp_open", settings: OpenSettings | None = None, command: str | None = None) -> dict[str, Any]:
     """Every stage; prints the table and writes ``results.json``."""
-    from transformers import logging as hf_logging
-
-    s = settings or OpenSettings()
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    hf_logging.set_verbosity_error()
-    with torch_threads(s.threads):
-        return _run(s, out, command)
-
-
-def _run(s: OpenSettings, out: Path, command: str | None) -> dict[str, Any]:
-    import torch
-
-    from gapo_lite.data.open_ended import build_open_ended_dataset, open_ended_scorer, prompt_words
-    from gapo_lite.experiments import supervised_pretrain
-    from gapo_lite.models import load_model
-    from gapo_lite.tiny import build_tiny_model
-    from gapo_lite.training import train
-
-    torch.manual_seed(s.seed)
-    t0 = time.perf_counter()
-    stages: dict[str, float] = {}
-
-    print("[1/3] building and pretraining a collapsed tiny model (all categories)")
-    base = build_tiny_model(out / "base_model", words=prompt_words("all"), hidden_size=s.hidden_size, num_layers=s.num_layers,
-                            num_heads=s.num_heads, num_kv_heads=s.num_kv_heads, seed=s.seed)
-    model, tok = load_model(base, lora=None)
-    losses = supervised_pretrain(model, tok, pretrain_draw(s.favourite_share), steps=s.pretrain_steps, batch_size=s.pretrain_batch,
-                                 learning_rate=s.pretrain_lr, seed=s.seed, desc="pretraining (collapse)")
-    start = out / "pretrained"
-    model.save_pretrained(start)
-    tok.save_pretrained(start)
-    stages["pretrain"] = time.perf_counter() - t0
-    results: dict[str, Any] = {"before": measure(model, tok, s), "pretrain_final_loss": losses[-1]}
-
-    runs = [("gapo", open_ended_scorer("train"))]
-    if s.baseline:
-        runs.append(("baseline", ValidityBaseline(open_ended_scorer("train"))))
-    for name, scorer in runs:
-        print(f"[2/3] {LABELS[name]}: {s.rl_steps} steps on the training categories")
-        t = time.perf_counter()
-        data = build_open_ended_dataset(s.rl_steps * s.prompts_per_step, split="train", seed=s.seed)
-        result = train(rl_config(s, start, out / name), scorer=scorer, train_dataset=data)
-        stages[name] = time.perf_counter() - t
-        trained, trained_tok = load_model(result.adapter_dir, lora=None)
-        results[name] = measure(trained, trained_tok, s)
-    results["wall_seconds"] = time.perf_counter() - t0
-    results["stage_seconds"] = stages
-    results["settings"] = dataclasses.asdict(s)
-    results["command"] = command
-    (out / "results.json").write_text(json.dumps(results, indent=2))
-    print("[3/3] results")
-    print(format_table(results))
-    print(f"wrote {out / 'results.json'} in {results['wall_seconds']:.0f} s")
-    return results
+    return run_staged(experiment(settings or OpenSettings()), out_dir, command)
 
 
 def format_table(results: dict[str, Any]) -> str:
@@ -218,17 +174,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    s = apply_overrides(OpenSettings.quick() if args.quick else OpenSettings(), args.overrides)
-    run_experiment(args.out, s, command=getattr(args, "command", None))
+    run_experiment(args.out, settings_from_args(OpenSettings, args), command=getattr(args, "command", None))
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gapo_lite.experiments.open_ended", description=__doc__.split("\n")[0])
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    args.command = " ".join(["python -m gapo_lite.experiments.open_ended", *(sys.argv[1:] if argv is None else argv)])
-    return run(args)
+    return module_main("python -m gapo_lite.experiments.open_ended", __doc__.split("\n")[0], "runs/exp_open", run, argv)
 
 
 if __name__ == "__main__":

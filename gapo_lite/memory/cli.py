@@ -64,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"gapo-lite plan: does not fit: {headline}", file=sys.stderr)
         return 1
     except (ValueError, FileNotFoundError) as err:
-        print(f"gapo-lite plan: {err}", file=sys.stderr)
+        message = " ".join(str(err).split())
+        print(f"gapo-lite plan: error: {message}", file=sys.stderr)
         return 2
     print(plan.to_json() if args.json else plan.format_table())
     return 0

@@ -10,39 +10,56 @@ so every correct completion scores strictly more than every wrong one.
 """
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Callable, Hashable, Sequence
 from numbers import Real
 from typing import Any
 
-from gapo_lite.rewards.hook import Group
-from gapo_lite.rewards.open_ended import frequency_rewards_with_L
+from gapo_lite.answers.numbers import answers_match, extract_number, reasoning_text
+from gapo_lite.rewards.frequency import frequency_rewards_with_L
+from gapo_lite.rewards.group import Group
 
-_NUMBER = re.compile(r"-?\d+(?:,\d{3})*(?:\.\d+)?|-?\.\d+")
 Cluster = Callable[[list[str]], Sequence[Hashable]]
 
 
-def _to_float(token: str) -> float:
-    return float(token.replace(",", ""))
+def group_reference(group: Group, column: str, extract_answer: Callable[[str], float | None], who: str = "scorer") -> float:
+    """The reference answer of ``group`` as a number: a number column as is, a text column through ``extract_answer``."""
+    if column not in group.columns:
+        raise KeyError(f"{who} needs the dataset column {column!r} (the reference answer); columns seen: {sorted(group.columns)}")
+    raw = group.columns[column]
+    value = float(raw) if isinstance(raw, Real) and not isinstance(raw, bool) else None
+    if value is None and isinstance(raw, str):
+        value = extract_answer(raw)
+    if value is None:
+        raise ValueError(f"reference {raw!r} in column {column!r} of group {group.key!r} holds no number")
+    return value
 
 
-def extract_number(text: str) -> float | None:
-    """The number after the last '####' (GSM8K's answer marker), else the last number in the text."""
-    if "####" in text:
-        match = _NUMBER.search(text.rsplit("####", 1)[1])
-        return _to_float(match.group()) if match else None
-    numbers = _NUMBER.findall(text)
-    return _to_float(numbers[-1]) if numbers else None
+class AccuracyReward:
+    """Plain GRPO baseline for a task with a checker: 1 for a correct answer, ``wrong_reward`` otherwise, each
+    completion on its own. ``label(text)`` names a correct answer for the group metrics (default: the text)."""
 
+    name = "accuracy"
 
-def reasoning_text(text: str) -> str:
-    """The solution without its '####' answer line (the whole text when that leaves nothing)."""
-    return text.rsplit("####", 1)[0].strip() or text.strip()
+    def __init__(
+        self,
+        extract_answer: Callable[[str], float | None] = extract_number,
+        reference_column: str = "answer",
+        *,
+        label: Callable[[str], Hashable] = str.strip,
+        wrong_reward: float = 0.0,
+    ) -> None:
+        self.extract_answer = extract_answer
+        self.reference_column = reference_column
+        self.label = label
+        self.wrong_reward = wrong_reward
 
+    def answers(self, group: Group) -> list[Hashable | None]:
+        """``label`` of each correct completion, ``None`` for a wrong one."""
+        ref = group_reference(group, self.reference_column, self.extract_answer, type(self).__name__)
+        return [self.label(c) if answers_match(self.extract_answer(c), ref) else None for c in group.completions]
 
-def answers_match(predicted: float | None, reference: float) -> bool:
-    return predicted is not None and math.isclose(predicted, reference, rel_tol=1e-9, abs_tol=1e-6)
+    def __call__(self, group: Group) -> list[float]:
+        return [float(self.wrong_reward) if a is None else 1.0 for a in self.answers(group)]
 
 
 class AccuracyDiversityScorer:
@@ -77,18 +94,7 @@ class AccuracyDiversityScorer:
 
     def reference(self, group: Group) -> float:
         """The group's reference answer as a number (a number column, or text parsed by ``extract_answer``)."""
-        if self.reference_column not in group.columns:
-            raise KeyError(
-                f"{type(self).__name__} needs the dataset column {self.reference_column!r} (the reference answer); "
-                f"columns seen: {sorted(group.columns)}"
-            )
-        raw = group.columns[self.reference_column]
-        value = float(raw) if isinstance(raw, Real) and not isinstance(raw, bool) else None
-        if value is None and isinstance(raw, str):
-            value = self.extract_answer(raw)
-        if value is None:
-            raise ValueError(f"reference {raw!r} in column {self.reference_column!r} of group {group.key!r} holds no number")
-        return value
+        return group_reference(group, self.reference_column, self.extract_answer, type(self).__name__)
 
     def correct(self, group: Group) -> list[bool]:
         reference = self.reference(group)

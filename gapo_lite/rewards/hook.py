@@ -5,28 +5,13 @@ import json
 import math
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
+
+from gapo_lite.rewards.group import Group, GroupScorer, group_metrics
+from gapo_lite.rewards.lists import FrequencyScorer
 
 # TRL passes these to every reward function; they are not dataset columns.
 _TRL_KWARGS = frozenset({"trainer_state", "log_extra", "log_metric", "environments", "completion_ids"})
-
-
-@dataclass(frozen=True)
-class Group:
-    """All completions sampled for one prompt, with that prompt's dataset columns."""
-
-    key: str
-    prompt: Any
-    completions: list[str]
-    columns: dict[str, Any] = field(default_factory=dict)
-
-
-@runtime_checkable
-class GroupScorer(Protocol):
-    """Scores a whole group at once: one float per completion, in order."""
-
-    def __call__(self, group: Group) -> Sequence[float]: ...
 
 
 def completion_text(completion: Any) -> str:
@@ -65,14 +50,6 @@ def _all_gather(obj: Any, world: int) -> list[Any]:
     return out
 
 
-def entropy_bits(answers: Sequence[Hashable]) -> float:
-    """Shannon entropy (bits) of the empirical distribution of ``answers`` (0 for an empty list)."""
-    n = len(answers)
-    if n == 0:
-        return 0.0
-    return -sum(c / n * math.log2(c / n) for c in Counter(answers).values())
-
-
 class GroupReward:
     """A TRL reward function that scores completions a whole group at a time.
 
@@ -93,8 +70,6 @@ class GroupReward:
         log_metrics: bool = True,
     ) -> None:
         if scorer is None:
-            from gapo_lite.rewards.scorers import FrequencyScorer
-
             scorer = FrequencyScorer()
         if num_generations is not None and num_generations < 1:
             raise ValueError(f"num_generations must be >= 1, got {num_generations}")
@@ -189,13 +164,3 @@ class GroupReward:
             return list(answers(group))
         return [c.strip().lower() or None for c in group.completions]
 
-
-def group_metrics(groups: Sequence[Sequence[Hashable | None]]) -> dict[str, float]:
-    """Mean distinct valid answers per group, valid rate, and mean group entropy (bits) of valid answers."""
-    n = sum(len(g) for g in groups)
-    valid = [[a for a in g if a is not None] for g in groups]
-    return {
-        "distinct_per_group": sum(len(set(v)) for v in valid) / len(groups),
-        "valid_rate": sum(len(v) for v in valid) / n if n else 0.0,
-        "group_entropy": sum(entropy_bits(v) for v in valid) / len(groups),
-    }

@@ -17,53 +17,17 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 from typing import Union
 
-from gapo_lite.eval.canonical import canonicalize
-from gapo_lite.rewards.frequency import frequency_aware_rewards
-from gapo_lite.rewards.hook import Group
+from gapo_lite.answers.canonical import canonical_answer
+from gapo_lite.rewards.frequency import frequency_rewards_with_L
+from gapo_lite.rewards.group import Group
+
+__all__ = ["OpenEndedFrequencyScorer", "canonical_answer", "frequency_rewards_with_L", "load_vocabulary"]
 
 Validator = Union[Collection[str], str, "os.PathLike[str]", "re.Pattern[str]", Callable[[str], bool]]
-
-
-def canonical_answer(text: str) -> str | None:
-    """Default canonical form: :func:`gapo_lite.eval.canonical.canonicalize` with plurals folded
-    ("Sure! The Red Pandas." -> "red panda"); ``None`` when nothing is left."""
-    return canonicalize(text, fold_plurals=True)
-
-
-def frequency_rewards_with_L(
-    answers: Sequence[Hashable | None],
-    num_valid: int,
-    is_valid: Callable[[Hashable], bool] | None = None,
-    *,
-    invalid_reward: float = -1.0,
-) -> list[float]:
-    """The frequency-aware reward with an explicit L: valid o gets ``1 - (f(o) - 1/num_valid)``.
-
-    ``is_valid`` (default: every non-``None`` answer is valid) decides validity; f is the share among the
-    group's valid answers. Delegates to :func:`frequency_aware_rewards` (so the formula lives in one place)
-    with the observed distinct valid answers as the valid set, then moves its constant 1/L_observed to
-    1/num_valid. Raises if ``num_valid`` is below the number of distinct valid answers the group shows.
-    """
-    if len(answers) == 0:
-        raise ValueError("frequency_rewards_with_L: the group is empty; a group needs at least one answer")
-    if num_valid < 1:
-        raise ValueError(f"frequency_rewards_with_L: num_valid (L) must be >= 1, got {num_valid}")
-    masked = [a if a is not None and (is_valid is None or is_valid(a)) else None for a in answers]
-    observed = {a for a in masked if a is not None}
-    if not observed:
-        return [float(invalid_reward)] * len(answers)
-    if len(observed) > num_valid:
-        raise ValueError(
-            f"frequency_rewards_with_L: num_valid={num_valid} but the group shows {len(observed)} distinct "
-            "valid answers; L must be at least the number of distinct valid answers"
-        )
-    base = frequency_aware_rewards(masked, observed, invalid_reward=invalid_reward)
-    shift = 1.0 / num_valid - 1.0 / len(observed)
-    return [r + shift if a is not None else r for r, a in zip(base, masked)]
 
 
 def _is_file(path: str | os.PathLike[str]) -> bool:

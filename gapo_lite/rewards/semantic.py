@@ -28,8 +28,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from gapo_lite.rewards.hook import Group
-from gapo_lite.rewards.open_ended import frequency_rewards_with_L
+from gapo_lite.rewards.frequency import frequency_rewards_with_L
+from gapo_lite.rewards.group import Group
 
 Embed = Callable[[list[str]], np.ndarray]
 

@@ -12,17 +12,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from gapo_lite.errors import require_local_model
+    from gapo_lite.overrides import apply_overrides
     from gapo_lite.training.recipes import load_recipe_file
 
     recipe = load_recipe_file(args.recipe)
-    config = recipe.config.with_overrides(args.overrides + (["resume=true"] if args.resume else []))
+    config = apply_overrides(recipe.config, args.overrides + (["resume=true"] if args.resume else []), what="TrainConfig key")
     if args.dry_run:
         import yaml
 
         print(yaml.safe_dump(config.to_dict(), sort_keys=False))
         return 0
+    require_local_model(config.model, "model")
     from gapo_lite.training import train
 
-    result = train(config, **recipe.train_kwargs())
+    result = train(config, **recipe.train_kwargs(config))
     print(f"gapo-lite: done at step {result.global_step}; adapter in {result.adapter_dir}, metrics in {result.metrics_path}")
     return 0

@@ -1,12 +1,20 @@
-"""Recipes: short Python files in ``recipes/`` that define ``config = TrainConfig(...)`` (and optionally
-``scorer`` and ``train_dataset`` for rewards beyond list selection)."""
+"""Recipes: short Python files in ``recipes/`` that define ``config = TrainConfig(...)`` and, for rewards
+beyond list selection, the factories ``scorer(config)`` and ``train_dataset(config)``.
+
+The factories are called with the FINAL config, after ``--set`` overrides, so ``--set max_steps=...`` or
+``--set data_seed=...`` reaches the data and the scorer. A recipe may instead bind ``scorer`` or
+``train_dataset`` to a ready object (a scorer instance, a ``datasets.Dataset``); such an object is used as
+is and does not see overrides.
+"""
 from __future__ import annotations
 
+import inspect
 import runpy
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gapo_lite.errors import UserError, UserFileNotFoundError
 from gapo_lite.training.config import TrainConfig
 
 REPO_RECIPES = Path(__file__).resolve().parents[2] / "recipes"
@@ -19,21 +27,35 @@ def recipe_path(name: str) -> Path:
         if path.is_file():
             return path
     known = sorted(p.stem for p in REPO_RECIPES.glob("*.py")) if REPO_RECIPES.is_dir() else []
-    raise FileNotFoundError(f"no recipe {name!r} (looked in {', '.join(str(c) for c in candidates)}); known recipes: {', '.join(known) or 'none'}")
+    raise UserFileNotFoundError(
+        f"no recipe {name!r} (looked in {', '.join(str(c) for c in candidates)}); known recipes: {', '.join(known) or 'none'}"
+    )
+
+
+def _is_factory(value: Any) -> bool:
+    """A plain function or lambda defined in the recipe (a factory of the config), not a scorer object."""
+    return inspect.isfunction(value)
 
 
 @dataclass
 class Recipe:
-    """What a recipe file defines: ``config``, and optionally a custom ``scorer`` and ``train_dataset``."""
+    """What a recipe file defines: ``config``, and optionally ``scorer`` and ``train_dataset`` (factories
+    of the config, or ready objects)."""
 
     path: Path
     config: TrainConfig
     scorer: Any = None
     train_dataset: Any = None
 
-    def train_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for :func:`gapo_lite.training.train` besides the config."""
-        return {k: v for k, v in (("scorer", self.scorer), ("train_dataset", self.train_dataset)) if v is not None}
+    def build(self, name: str, config: TrainConfig | None = None) -> Any:
+        """The recipe's ``scorer`` or ``train_dataset`` for ``config`` (default: the recipe's own); ``None`` if undefined."""
+        value = getattr(self, name)
+        return value(config or self.config) if _is_factory(value) else value
+
+    def train_kwargs(self, config: TrainConfig | None = None) -> dict[str, Any]:
+        """Keyword arguments for :func:`gapo_lite.training.train` besides ``config``, built for ``config``."""
+        built = {name: self.build(name, config) for name in ("scorer", "train_dataset")}
+        return {k: v for k, v in built.items() if v is not None}
 
 
 def load_recipe_file(name: str) -> Recipe:
@@ -42,7 +64,7 @@ def load_recipe_file(name: str) -> Recipe:
     namespace = runpy.run_path(str(path), run_name="gapo_lite_recipe")
     config = namespace.get("config")
     if not isinstance(config, TrainConfig):
-        raise ValueError(f"recipe {path} must define `config = TrainConfig(...)`")
+        raise UserError(f"recipe {path} must define `config = TrainConfig(...)`")
     return Recipe(path, config, namespace.get("scorer"), namespace.get("train_dataset"))
 
 

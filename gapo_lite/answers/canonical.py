@@ -1,6 +1,6 @@
 """``canonicalize``: one spelling per answer, so that "**Paris.**", "Sure! Paris" and "paris" count as one.
 
-Used by Unique@N on open-ended prompts and reusable by any scorer that compares short free-text answers.
+Used by Unique@N on open-ended prompts and by the open-ended scorers, which compare short free-text answers.
 """
 from __future__ import annotations
 
@@ -125,3 +125,9 @@ def canonicalize(text: str, *, fold_plurals: bool = False, fold_accents: bool = 
         words[-1] = fold_plural(words[-1])
         line = " ".join(words)
     return line
+
+
+def canonical_answer(text: str) -> str | None:
+    """The open-ended scorers' default canonical form: :func:`canonicalize` with plurals folded
+    ("Sure! The Red Pandas." -> "red panda"); ``None`` when nothing is left."""
+    return canonicalize(text, fold_plurals=True)

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from gapo_lite.data.parsing import parse_choice
+from gapo_lite.answers.choice import parse_choice
 from gapo_lite.rewards.frequency import frequency_aware_rewards
-from gapo_lite.rewards.hook import Group
+from gapo_lite.rewards.group import Group
+from gapo_lite.rewards.validity import ValidityReward
 
 Parser = Callable[[str, Sequence[str]], "str | None"]
 
@@ -36,10 +37,8 @@ class FrequencyScorer:
         return frequency_aware_rewards(self.answers(group), self._items(group), invalid_reward=self.invalid_reward)
 
 
-class ValidityScorer(FrequencyScorer):
-    """Plain GRPO baseline: 1 for any valid list item, ``invalid_reward`` otherwise (no group awareness)."""
+class ValidityScorer(ValidityReward):
+    """Plain GRPO baseline on list prompts: 1 for any valid list item, ``invalid_reward`` otherwise."""
 
-    name = "validity"
-
-    def __call__(self, group: Group) -> list[float]:
-        return [1.0 if a is not None else self.invalid_reward for a in self.answers(group)]
+    def __init__(self, items_column: str = "items", parse: Parser = parse_choice, invalid_reward: float = -1.0) -> None:
+        super().__init__(FrequencyScorer(items_column, parse, invalid_reward), invalid_reward)

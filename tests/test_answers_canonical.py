@@ -1,7 +1,7 @@
 """canonicalize: one spelling per short answer."""
 import pytest
 
-from gapo_lite.eval.canonical import canonicalize, fold_plural
+from gapo_lite.answers.canonical import canonicalize, fold_plural
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,7 @@
 """parse_choice: which single list item a completion names."""
 import pytest
 
-from gapo_lite.data import parse_choice
+from gapo_lite.answers import parse_choice
 
 ITEMS = ["Owl", "Cat", "Sea", "Sea lion", "Red panda"]
 

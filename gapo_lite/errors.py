@@ -1,0 +1,28 @@
+"""Errors in what the user asked for, as opposed to crashes.
+
+The ``gapo-lite`` command line prints a :class:`UserError` as one line (``gapo-lite <cmd>: error: ...``)
+and exits with code 2; any other exception keeps its traceback.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class UserError(ValueError):
+    """A bad recipe, ``--set`` key or value, model path or suite: the message says what to change."""
+
+
+class UserFileNotFoundError(UserError, FileNotFoundError):
+    """A file or folder the user named does not exist."""
+
+
+def looks_like_local_path(name: str) -> bool:
+    """True for names meant as local folders (absolute, ``./``, ``../``, ``~`` or two or more ``/``), not hub
+    ids like ``gpt2`` or ``Org/Model``."""
+    return name.startswith(("/", "./", "../", "~", ".\\", "..\\")) or name in (".", "..") or name.count("/") >= 2
+
+
+def require_local_model(name: str, what: str = "model") -> None:
+    """Raise :class:`UserFileNotFoundError` when ``name`` is meant as a local folder that does not exist."""
+    if looks_like_local_path(name) and not Path(name).expanduser().exists():
+        raise UserFileNotFoundError(f"{what} {name!r} does not exist (a local folder, or a hub id like Org/Model)")

@@ -1,0 +1,165 @@
+"""The staged runner every miniature CPU experiment shares.
+
+Stages: build a tiny model -> pretrain it (the same start for every RL run) -> measure it -> each RL run
+from that start -> measure each -> ``results.json``, the plain-text table and optional plots. An
+experiment supplies only what differs (:class:`Experiment`); its settings dataclass needs ``seed`` and
+``threads`` and is recorded whole. The demo (``gapo_lite/demo.py``) follows the same stages and can be
+expressed as an :class:`Experiment` too (its pretraining is ``pretrain_collapsed``, its plot ``choices.png``).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class RLRun:
+    """One RL run from the pretrained start: results key, table column, and how it is rewarded.
+
+    ``scorer`` and ``train_dataset`` are built lazily (``make_scorer()``, ``make_dataset()``) so that a run
+    that is switched off costs nothing; with no scorer the config's ``reward`` decides (list prompts).
+    """
+
+    name: str
+    label: str
+    make_scorer: Callable[[], Any] | None = None
+    make_dataset: Callable[[], Any] | None = None
+
+
+@dataclass
+class Experiment:
+    """What one miniature experiment supplies to :func:`run_staged`."""
+
+    settings: Any
+    build_model: Callable[[Path], Path]
+    pretrain: Callable[[Any, Any], list[float]]
+    runs: Sequence[RLRun]
+    rl_config: Callable[[Path, Path, RLRun], Any]
+    measure: Callable[[Any, Any], dict[str, Any]]
+    format_table: Callable[[dict[str, Any]], str]
+    pretrain_message: str = "building and pretraining a tiny model"
+    run_message: str = ""
+    plot: Callable[[dict[str, Any], Path], Path] | None = None  # (results, output folder) -> the file written
+    extra_results: Callable[[dict[str, Any]], dict[str, Any]] = field(default=lambda results: {})
+
+
+@contextlib.contextmanager
+def torch_threads(n: int) -> Iterator[None]:
+    """Run with ``n`` torch threads, then restore the previous count.
+
+    The experiments use 1: their matrices are tiny, so a second thread mostly waits on the first, and on a
+    shared 2-core machine two threads ran slower per step than one (thread hand-offs stall whenever another
+    process holds a core).
+    """
+    import torch
+
+    if n < 1:
+        raise ValueError(f"threads must be >= 1, got {n}")
+    previous = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+def run_staged(experiment: Experiment, out_dir: str | Path, command: str | None = None) -> dict[str, Any]:
+    """Every stage of ``experiment``; prints the table, writes ``results.json`` (and the plot) and returns the results."""
+    from transformers import logging as hf_logging
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    hf_logging.set_verbosity_error()
+    with torch_threads(experiment.settings.threads):
+        return _run_stages(experiment, out, command)
+
+
+def _run_stages(e: Experiment, out: Path, command: str | None) -> dict[str, Any]:
+    import torch
+
+    from gapo_lite.models import load_model
+    from gapo_lite.training import train
+
+    s = e.settings
+    total = len(e.runs) + 2
+    torch.manual_seed(s.seed)
+    t0 = time.perf_counter()
+    stages: dict[str, float] = {}
+
+    print(f"[1/{total}] {e.pretrain_message}")
+    model, tok = load_model(e.build_model(out / "base_model"), lora=None)
+    losses = e.pretrain(model, tok)
+    start = out / "pretrained"
+    model.save_pretrained(start)
+    tok.save_pretrained(start)
+    stages["pretrain"] = time.perf_counter() - t0
+    results: dict[str, Any] = {"before": e.measure(model, tok), "pretrain_final_loss": losses[-1] if losses else None}
+
+    for step, run in enumerate(e.runs, start=2):
+        print(f"[{step}/{total}] {run.label}: {s.rl_steps} steps{e.run_message}")
+        t = time.perf_counter()
+        extras = {k: f() for k, f in (("scorer", run.make_scorer), ("train_dataset", run.make_dataset)) if f is not None}
+        result = train(e.rl_config(start, out / run.name, run), **extras)
+        stages[run.name] = time.perf_counter() - t
+        trained, trained_tok = load_model(result.adapter_dir, lora=None)
+        results[run.name] = e.measure(trained, trained_tok)
+    results["wall_seconds"] = time.perf_counter() - t0
+    results["stage_seconds"] = stages
+    results["settings"] = dataclasses.asdict(s)
+    results["command"] = command
+    results.update(e.extra_results(results))
+    (out / "results.json").write_text(json.dumps(results, indent=2))
+    written = [out / "results.json"]
+    if e.plot is not None:
+        written.append(e.plot(results, out))
+    print(f"[{total}/{total}] results")
+    print(e.format_table(results))
+    print(f"wrote {' and '.join(str(p) for p in written)} in {results['wall_seconds']:.0f} s")
+    return results
+
+
+def table(rows: Sequence[tuple[str, Sequence[float]]], columns: Sequence[str], *, width: int = 22, label_width: int = 40) -> str:
+    """A plain-text table: one label and one formatted value per column on each row."""
+    header = f"{'metric':{label_width}s}" + "".join(f"{c:>{width}s}" for c in columns)
+    lines = [header, "-" * len(header)]
+    for label, values in rows:
+        lines.append(f"{label:{label_width}s}" + "".join(f"{v:{width}.3f}" for v in values))
+    return "\n".join(lines)
+
+
+def add_common_arguments(parser: argparse.ArgumentParser, default_out: str) -> None:
+    """``--out``, ``--quick`` and ``--set KEY=VALUE`` (parsed by :func:`gapo_lite.overrides.apply_overrides`)."""
+    parser.add_argument("--out", default=default_out, help=f"output folder (default {default_out})")
+    parser.add_argument("--quick", action="store_true", help="seconds-long smoke version (tiny sizes; figures meaningless)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="override a setting")
+
+
+def settings_from_args(settings_class: Any, args: argparse.Namespace, what: str = "setting") -> Any:
+    """The settings an experiment runs with: ``quick()`` or the defaults, then the ``--set`` overrides."""
+    from gapo_lite.overrides import apply_overrides
+
+    return apply_overrides(settings_class.quick() if args.quick else settings_class(), args.overrides, what=what)
+
+
+def module_main(prog: str, description: str, default_out: str, run: Callable[[argparse.Namespace], int], argv: list[str] | None) -> int:
+    """``python -m <prog>``: parse the common arguments, record the command line, run; a bad ``--set`` is one
+    line on stderr and exit code 2, as in ``gapo-lite``."""
+    from gapo_lite.errors import UserError
+
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    add_common_arguments(parser, default_out)
+    args = parser.parse_args(argv)
+    args.command = " ".join([prog, *(sys.argv[1:] if argv is None else argv)])
+    try:
+        return run(args)
+    except UserError as err:
+        print(f"{prog}: error: {err}", file=sys.stderr)
+        return 2

@@ -1,0 +1,100 @@
+"""The one supervised training loop of the miniature experiments: warm-up-cosine AdamW over ``steps``
+batches, each batch's loss given by a callback; returns the loss per step.
+
+:func:`supervised_pretrain` (teacher-forced completions of drawn chat prompts) runs on it. The demo's
+``gapo_lite.pretrain.pretrain_collapsed`` repeats the same loop tail and can be ported onto
+:func:`train_steps` with its soft-target loss as ``batch_loss``.
+"""
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any
+
+Messages = list[dict[str, str]]
+Draw = Callable[[random.Random], tuple[Messages, str]]
+BatchLoss = Callable[[random.Random], Any]  # rng -> a scalar torch loss for one batch
+
+
+def train_steps(
+    model: Any,
+    batch_loss: BatchLoss,
+    *,
+    steps: int,
+    learning_rate: float,
+    seed: int = 0,
+    desc: str = "pretraining",
+    progress: bool = True,
+) -> list[float]:
+    """``steps`` optimizer steps on ``batch_loss(rng)``; the learning rate warms up over 5% of the steps, then
+    decays on a half cosine to 10% of ``learning_rate``. Seeds python and torch; leaves the model in eval mode."""
+    import torch
+    from tqdm.auto import tqdm
+
+    from gapo_lite.pretrain import adamw_warmup_cosine
+
+    if steps < 1:
+        raise ValueError(f"steps must be >= 1, got {steps}")
+    rng = random.Random(seed)
+    torch.manual_seed(seed)
+    optimizer, schedule = adamw_warmup_cosine(model, learning_rate, steps)
+    model.train()
+    losses: list[float] = []
+    for _ in tqdm(range(steps), desc=desc, disable=not progress):
+        loss = batch_loss(rng)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        schedule.step()
+        losses.append(float(loss.detach()))
+    model.eval()
+    return losses
+
+
+def completion_batch(tokenizer: Any, examples: list[tuple[Messages, str]]):
+    """Right-padded ``(input_ids, attention_mask, labels)`` for (prompt, completion) pairs: the labels are the
+    completion's tokens and the end-of-turn token after them (the prompt is not trained)."""
+    import torch
+
+    from gapo_lite.sampling import render_prompt
+
+    eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
+    prompts = tokenizer([render_prompt(tokenizer, m) for m, _ in examples], add_special_tokens=False)["input_ids"]
+    answers = tokenizer([c for _, c in examples], add_special_tokens=False)["input_ids"]
+    rows = [(p, a + [eos]) for p, a in zip(prompts, answers)]
+    width = max(len(p) + len(a) for p, a in rows)
+    ids = torch.full((len(rows), width), pad)
+    labels = torch.full((len(rows), width), -100)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, (p, a) in enumerate(rows):  # right padding: positions start at 0 for every row
+        ids[i, : len(p) + len(a)] = torch.tensor(p + a)
+        labels[i, len(p) : len(p) + len(a)] = torch.tensor(a)
+        mask[i, : len(p) + len(a)] = 1
+    return ids, mask, labels
+
+
+def supervised_pretrain(
+    model: Any,
+    tokenizer: Any,
+    draw: Draw,
+    *,
+    steps: int,
+    batch_size: int = 64,
+    learning_rate: float = 3e-3,
+    seed: int = 0,
+    progress: bool = True,
+    desc: str = "pretraining",
+) -> list[float]:
+    """Teacher-forced training on ``draw(rng) -> (chat messages, completion)`` examples; returns the loss per step.
+
+    The loss is the cross-entropy of the completion's tokens and the end-of-turn token after them (the prompt
+    is not trained). Completions drawn from a skewed distribution make a skewed (collapsed) model.
+    """
+    if steps < 1 or batch_size < 1:
+        raise ValueError(f"steps and batch_size must be >= 1, got steps={steps}, batch_size={batch_size}")
+
+    def batch_loss(rng: random.Random):
+        ids, mask, labels = completion_batch(tokenizer, [draw(rng) for _ in range(batch_size)])
+        return model(input_ids=ids, attention_mask=mask, labels=labels).loss
+
+    return train_steps(model, batch_loss, steps=steps, learning_rate=learning_rate, seed=seed, desc=desc, progress=progress)
