@@ -13,10 +13,7 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import json
 import math
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +29,7 @@ class DemoSettings:
     hidden_size: int = 128
     num_layers: int = 2
     num_heads: int = 8
+    embedding_std: float = 0.1
     copy_steps: int = 2000
     copy_lr: float = 3e-3
     pretrain_steps: int = 150
@@ -39,6 +37,7 @@ class DemoSettings:
     pretrain_lr: float = 1e-3
     first_share: float = 0.8
     mixed_share: float = 0.5
+    lm_on_items: bool = False
     rl_steps: int = 200
     prompts_per_step: int = 8
     num_generations: int = 32
@@ -52,10 +51,11 @@ class DemoSettings:
 
     @classmethod
     def quick(cls) -> "DemoSettings":
-        return cls(hidden_size=32, num_heads=4, copy_steps=20, pretrain_steps=10, pretrain_batch=16, rl_steps=3, prompts_per_step=2, num_generations=4, eval_lists=2, eval_samples=8)
+        return cls(hidden_size=32, num_heads=4, copy_steps=20, pretrain_steps=10, pretrain_batch=16, rl_steps=3, prompts_per_step=2, num_generations=4,
+                   eval_lists=2, eval_samples=8)
 
 
-def _measure(model: Any, tokenizer: Any, s: DemoSettings) -> dict[str, Any]:
+def measure(model: Any, tokenizer: Any, s: Any) -> dict[str, Any]:
     """Lists-suite metrics on held-out and training categories at each evaluation temperature."""
     from gapo_lite.eval.lists import run_lists
     from gapo_lite.eval.settings import SampleSettings
@@ -87,67 +87,63 @@ def start_line(before: dict[str, Any], temperature: float) -> str:
     return f"start (held-out, T={temperature:g}; {p['prompts_spreading']}/{p['prompts']} prompts with negative pressure): {p['verdict']}"
 
 
-def _rl_config(s: DemoSettings, start: Path, out: Path, reward: str):
+def rl_config(s: Any, start: Path, out: Path, reward: str, invalid_reward: float = -1.0):
+    """The RL run's TrainConfig: full fine-tuning of the tiny model on training categories, G completions per prompt."""
     from gapo_lite.training import TrainConfig
 
     return TrainConfig(
-        model=str(start), backend="transformers", load_in_4bit=False, use_lora=False, reward=reward,
+        model=str(start), backend="transformers", load_in_4bit=False, use_lora=False, reward=reward, invalid_reward=invalid_reward,
         num_generations=s.num_generations, prompts_per_step=s.prompts_per_step, max_completion_length=2,
         temperature=s.rl_temperature, learning_rate=s.rl_lr, max_steps=s.rl_steps, save_steps=max(1, s.rl_steps // 2),
         save_total_limit=1, split="train", data_seed=s.seed, seed=s.seed, output_dir=str(out), optim="adamw_torch",
     )
 
 
-def run_demo(out_dir: str | Path = "runs/demo", settings: DemoSettings | None = None) -> dict[str, Any]:
-    """Run every stage, print the before/after table, write ``results.json`` and ``choices.png``."""
-    import torch
-    from transformers import logging as hf_logging
+REWARDS = {"gapo": "gapo", "grpo_baseline": "validity"}
 
-    from gapo_lite.models import load_model
+
+def run_demo(out_dir: str | Path = "runs/demo", settings: DemoSettings | None = None, command: str | None = None) -> dict[str, Any]:
+    """Run every stage (on the experiments' staged runner), print the table, write ``results.json``, ``choices.png`` and ``curves.png``."""
+    from gapo_lite.experiments.runner import Experiment, RLRun, run_staged
     from gapo_lite.pretrain import pretrain_collapsed
     from gapo_lite.tiny import build_tiny_model
-    from gapo_lite.training import train
 
     s = settings or DemoSettings()
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    hf_logging.set_verbosity_error()
-    torch.set_num_threads(s.threads)
-    torch.manual_seed(s.seed)
-    t0 = time.perf_counter()
-    stages: dict[str, float] = {}
 
-    print("[1/5] building and pretraining a collapsed tiny model (all categories)")
-    base = build_tiny_model(out / "base_model", hidden_size=s.hidden_size, num_layers=s.num_layers, num_heads=s.num_heads, num_kv_heads=s.num_heads, seed=s.seed)
-    model, tok = load_model(base, lora=None)
-    pretrain_collapsed(model, tok, copy_steps=s.copy_steps, copy_learning_rate=s.copy_lr, steps=s.pretrain_steps, batch_size=s.pretrain_batch,
-                       first_share=s.first_share, learning_rate=s.pretrain_lr, mixed_share=s.mixed_share, seed=s.seed)
-    start = out / "pretrained"
-    model.save_pretrained(start)
-    tok.save_pretrained(start)
-    stages["pretrain"] = time.perf_counter() - t0
+    def build(path: Path) -> Path:
+        return build_tiny_model(path, hidden_size=s.hidden_size, num_layers=s.num_layers, num_heads=s.num_heads, num_kv_heads=s.num_heads,
+                                seed=s.seed, embedding_std=s.embedding_std)
 
-    results: dict[str, Any] = {"before": _measure(model, tok, s)}
-    results["start"] = {"temperature": s.eval_temperatures[0], **{k: v for k, v in results["before"]["heldout_pressure"].items() if k != "lists"}}
-    print("[2/5] " + start_line(results["before"], s.eval_temperatures[0]))
-    for step, (name, reward) in enumerate((("gapo", "gapo"), ("grpo_baseline", "validity")), start=3):
-        print(f"[{step}/5] {LABELS[name]}: {s.rl_steps} steps on training categories only")
-        t = time.perf_counter()
-        result = train(_rl_config(s, start, out / name, reward))
-        stages[name] = time.perf_counter() - t
-        trained, trained_tok = load_model(result.adapter_dir, lora=None)
-        results[name] = _measure(trained, trained_tok, s)
-    results["wall_seconds"] = time.perf_counter() - t0
-    results["stage_seconds"] = stages
-    results["settings"] = dataclasses.asdict(s)
-    results["targets"] = targets(results)
-    (out / "results.json").write_text(json.dumps(results, indent=2))
+    def pretrain(model: Any, tok: Any) -> list[float]:
+        return pretrain_collapsed(model, tok, copy_steps=s.copy_steps, copy_learning_rate=s.copy_lr, steps=s.pretrain_steps, batch_size=s.pretrain_batch,
+                                  first_share=s.first_share, learning_rate=s.pretrain_lr, mixed_share=s.mixed_share, lm_on_items=s.lm_on_items, seed=s.seed)
+
+    def on_start(results: dict[str, Any]) -> dict[str, Any]:
+        print("      " + start_line(results["before"], s.eval_temperatures[0]))
+        return {"start": {"temperature": s.eval_temperatures[0], **{k: v for k, v in results["before"]["heldout_pressure"].items() if k != "lists"}}}
+
+    experiment = Experiment(
+        settings=s,
+        build_model=build,
+        pretrain=pretrain,
+        runs=[RLRun(name, LABELS[name]) for name in REWARDS],
+        rl_config=lambda start, out, run: rl_config(s, start, out, REWARDS[run.name]),
+        measure=lambda model, tok: measure(model, tok, s),
+        format_table=format_table,
+        pretrain_message="building and pretraining a collapsed tiny model (all categories: learn to copy an item, then collapse onto the first)",
+        run_message=" on training categories only",
+        plot=write_plots,
+        extra_results=lambda results: {"targets": targets(results)},
+        on_start=on_start,
+    )
+    return run_staged(experiment, out_dir, command=command)
+
+
+def write_plots(results: dict[str, Any], out: Path) -> list[Path]:
+    """``choices.png`` (answers by list position) and ``curves.png`` (training curves of both RL runs)."""
     plot_choices(results, out / "choices.png")
-    plot_curves({LABELS[name]: out / name / "metrics.jsonl" for name in ("gapo", "grpo_baseline")}, out / "curves.png")
-    print("[5/5] results")
-    print(format_table(results))
-    print(f"wrote {out / 'results.json'}, {out / 'choices.png'} and {out / 'curves.png'} in {results['wall_seconds']:.0f} s")
-    return results
+    plot_curves({LABELS[name]: out / name / "metrics.jsonl" for name in REWARDS}, out / "curves.png")
+    return [out / "choices.png", out / "curves.png"]
 
 
 def targets(results: dict[str, Any]) -> dict[str, bool]:
@@ -247,5 +243,5 @@ def run(args: argparse.Namespace) -> int:
     from gapo_lite.experiments import apply_overrides
 
     s = apply_overrides(DemoSettings.quick() if args.quick else DemoSettings(), args.overrides, what="demo setting")
-    run_demo(args.out, s)
+    run_demo(args.out, s, command=" ".join(["gapo-lite demo", *(["--quick"] if args.quick else []), *(f"--set {o}" for o in args.overrides)]))
     return 0

@@ -45,6 +45,7 @@ def pretrain_collapsed(
     max_items: int = 12,
     mixed_share: float = 0.0,
     lm_weight: float = 1.0,
+    lm_on_items: bool = True,
     seed: int = 0,
     progress: bool = True,
     pool: dict[str, list[str]] | None = None,
@@ -56,19 +57,23 @@ def pretrain_collapsed(
     with the collapsed target (``collapse_targets``). The answer position gets a soft cross-entropy target
     and the token after the answer is trained to be end-of-turn. A ``mixed_share`` of the lists draws items
     from all categories. ``lm_weight`` adds the ordinary next-token loss on the prompt tokens (what a real
-    LLM is pretrained on). In each phase the learning rate warms up over 5% of its steps, then decays on a
-    cosine to 10%. ``pool`` (category -> items) replaces the kit's categories, e.g. for a seconds-long test.
+    LLM is pretrained on); with ``lm_on_items=False`` the list's items are left out of it: predicting the
+    next item of a list only teaches which words a category has, the habit behind invalid answers (a word
+    of the category that is not in the list), and it pulls those words' tied embeddings together. In each
+    phase the learning rate warms up over 5% of its steps, then decays on a cosine to 10%. ``pool``
+    (category -> items) replaces the kit's categories, e.g. for a seconds-long test.
     Returns the loss per step of both phases.
     """
     if steps < 0 or copy_steps < 0 or steps + copy_steps < 1:
         raise ValueError(f"need steps >= 0, copy_steps >= 0 and at least one step, got steps={steps}, copy_steps={copy_steps}")
     collapse_targets(2, first_share)  # validates first_share before any training
     losses: list[float] = []
-    phases = [(copy_steps, None, copy_learning_rate or learning_rate, "pretraining 1/2 (copy)"), (steps, first_share, learning_rate, "pretraining 2/2 (collapse)")]
+    phases = [(copy_steps, None, copy_learning_rate or learning_rate, "pretraining 1/2 (copy)"),
+              (steps, first_share, learning_rate, "pretraining 2/2 (collapse)")]
     for i, (n, share, lr, desc) in enumerate(p for p in phases if p[0] > 0):
         losses += _train_list_answers(model, tokenizer, steps=n, batch_size=batch_size, first_share=share, learning_rate=lr, min_items=min_items,
-                                      max_items=max_items, mixed_share=mixed_share, lm_weight=lm_weight, seed=seed + 1000 * i, progress=progress, desc=desc,
-                                      pool=pool)
+                                      max_items=max_items, mixed_share=mixed_share, lm_weight=lm_weight, lm_on_items=lm_on_items,
+                                      seed=seed + 1000 * i, progress=progress, desc=desc, pool=pool)
     return losses
 
 
@@ -84,6 +89,7 @@ def _train_list_answers(
     max_items: int,
     mixed_share: float,
     lm_weight: float,
+    lm_on_items: bool,
     seed: int,
     progress: bool,
     desc: str,
@@ -104,6 +110,7 @@ def _train_list_answers(
         missing = [i for i, t in item_ids.items() if t == tokenizer.unk_token_id][:5]
         raise ValueError(f"pretrain_collapsed needs one token per item; not in the vocabulary: {missing}")
     eos = tokenizer.eos_token_id
+    item_tensor = torch.tensor(sorted(set(item_ids.values())))
     optimizer, schedule = adamw_warmup_cosine(model, learning_rate, steps)
     model.train()
     losses: list[float] = []
@@ -133,6 +140,8 @@ def _train_list_answers(
         loss = -(soft * answer_logp).sum(-1).mean() + F.cross_entropy(logits[:, -2].float(), ids[:, -1])
         if lm_weight:  # ordinary next-token loss on the prompt: the words, the lists, the chat format
             prompt_targets = ids[:, 1:-2].masked_fill(mask[:, 1:-2] == 0, -100)
+            if not lm_on_items:
+                prompt_targets = prompt_targets.masked_fill(torch.isin(prompt_targets, item_tensor), -100)
             loss = loss + lm_weight * F.cross_entropy(logits[:, :-3].float().reshape(-1, logits.shape[-1]), prompt_targets.reshape(-1), ignore_index=-100)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()

@@ -46,11 +46,15 @@ def build_tiny_model(
     intermediate_size: int | None = None,
     max_positions: int = 512,
     seed: int = 0,
+    embedding_std: float | None = None,
 ) -> Path:
     """Save a randomly initialised Qwen2 causal LM and its tokenizer to ``path``; return the path.
 
     ``words`` defaults to the list-selection vocabulary, so every item of every category is one token.
-    Load it back with :func:`gapo_lite.models.load_model` like any real checkpoint.
+    Load it back with :func:`gapo_lite.models.load_model` like any real checkpoint. ``embedding_std``
+    re-draws the (tied) token embeddings with that standard deviation instead of Qwen2's 0.02: larger
+    embeddings make an item copied from the prompt stand out in the logits sooner, which is what lets the
+    CPU demo learn to copy from a list within its time budget.
     """
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
@@ -74,6 +78,10 @@ def build_tiny_model(
     )
     torch.manual_seed(seed)
     model = Qwen2ForCausalLM(config)
+    if embedding_std is not None:
+        if embedding_std <= 0:
+            raise ValueError(f"embedding_std must be > 0, got {embedding_std}")
+        torch.nn.init.normal_(model.get_input_embeddings().weight, std=embedding_std)
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     path.mkdir(parents=True, exist_ok=True)

@@ -1,9 +1,11 @@
-"""The demo's bookkeeping: targets checked on the figures, table layout, settings overrides."""
+"""The demo's bookkeeping: targets checked on the figures, table layout, settings overrides, curves, start line."""
 import argparse
+import json
 
 import pytest
 
-from gapo_lite.demo import DemoSettings, format_table, run, targets
+from gapo_lite.demo import format_table, plot_curves, read_curves, run, start_line, targets
+from gapo_lite.eval.lists import pressure_by_prompt
 
 
 def fake(jsd, valid):
@@ -33,6 +35,49 @@ def test_unknown_demo_setting_is_an_error(tmp_path):
         run(argparse.Namespace(quick=True, overrides=["bogus=1"], out=str(tmp_path)))
 
 
-def test_quick_settings_are_small():
-    q = DemoSettings.quick()
-    assert q.rl_steps < DemoSettings().rl_steps and q.eval_samples < DemoSettings().eval_samples
+def test_curves_read_from_metrics_and_plotted(tmp_path):
+    rows = [
+        {"step": 1, "loss": 0.1, "gapo_frequency/distinct_per_group": 2.5, "gapo_frequency/group_entropy": 0.9, "gapo_frequency/valid_rate": 0.97},
+        {"step": 2, "train_runtime": 3.0},  # a row without the hook's metrics is skipped
+        {"step": 3, "gapo_frequency/distinct_per_group": 4.0, "gapo_frequency/group_entropy": 1.7, "gapo_frequency/valid_rate": 0.95},
+    ]
+    gapo = tmp_path / "gapo.jsonl"
+    gapo.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    base = tmp_path / "base.jsonl"
+    base.write_text(json.dumps({"step": 1, "validity/distinct_per_group": 1.0, "validity/group_entropy": 0.0, "validity/valid_rate": 1.0}) + "\n")
+    series = read_curves(gapo)
+    assert series["distinct_per_group"] == ([1, 3], [2.5, 4.0])
+    assert series["group_entropy"] == ([1, 3], [0.9, 1.7])
+    assert series["valid_rate"] == ([1, 3], [0.97, 0.95])
+    assert read_curves(base)["valid_rate"] == ([1], [1.0])
+    out = tmp_path / "curves.png"
+    plot_curves({"GAPO": gapo, "GRPO + validity reward": base}, out)
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
+
+
+def _samples(list_id, order, choices):
+    return [{"list_id": list_id, "order": order, "choice": c} for c in choices]
+
+
+def test_start_line_reads_the_pressure_per_prompt_by_hand():
+    items = ["A", "B", "C", "D"]
+    # order 0 favours A, order 1 favours B (a first-position habit): pooled over orders A and B look balanced,
+    # but each prompt (one GAPO group) has a favourite at 0.9 of its valid answers
+    samples = _samples("l0", 0, ["A"] * 18 + ["B"] * 2 + [None]) + _samples("l0", 1, ["B"] * 18 + ["C"] * 2 + ["Z"])
+    p = pressure_by_prompt([{"list_id": "l0", "items": items}], samples)
+    # per prompt: v = 20/21, d = 0.9, S = 0.81 + 0.01 = 0.82, L = 4 (threshold 1.35 / 1.43 = 0.944 < v)
+    v, d, S, L = 20 / 21, 0.9, 0.82, 4
+    pressure = (1 - (d - 1 / L)) - (v * (1 + 1 / L - S) + (1 - v) * -1)
+    threshold = (2 + 1 / L - d) / (2 + 1 / L - S)
+    assert p["mean"]["valid_rate"] == pytest.approx(v) and p["mean"]["dominant_share"] == pytest.approx(d)
+    assert p["mean"]["pressure"] == pytest.approx(pressure) and p["mean"]["threshold"] == pytest.approx(threshold)
+    assert p["lists"][0]["tallies"] == [{"counts": [18, 2, 0, 0], "invalid": 1}, {"counts": [0, 18, 2, 0], "invalid": 1}]
+    line = start_line({"heldout_pressure": p}, 0.7)
+    assert pressure < 0 and p["prompts_spreading"] == 2
+    assert "2/2 prompts with negative pressure" in line and "expected to spread" in line and f"{threshold:.3f}" in line
+    # many invalid answers: the same favourite is now reinforced
+    worse = _samples("l0", 0, ["A"] * 18 + ["B"] * 2 + [None] * 3)
+    q = pressure_by_prompt([{"list_id": "l0", "items": items}], worse)
+    assert q["mean"]["pressure"] > 0 and "SHARPEN" in start_line({"heldout_pressure": q}, 0.7)
+    nothing = pressure_by_prompt([{"list_id": "l0", "items": items}], _samples("l0", 0, [None, "Z"]))
+    assert nothing["mean"] is None and "nothing to spread" in start_line({"heldout_pressure": nothing}, 0.7)

@@ -141,7 +141,8 @@ def run_lists(
                 **score_list(choices, shown, lst.items),
             }
         )
-    return {"lists": per_list, **summarize(per_list), "pressure": pressure_by_prompt(per_list, samples), "template": template, "num_orders": num_orders, "samples": samples}
+    pressure = pressure_by_prompt(per_list, samples)
+    return {"lists": per_list, **summarize(per_list), "pressure": pressure, "template": template, "num_orders": num_orders, "samples": samples}
 
 
 def pressure_by_prompt(per_list: list[dict[str, Any]], samples: list[dict[str, Any]], invalid_reward: float = -1.0) -> dict[str, Any]:
@@ -158,16 +159,17 @@ def pressure_by_prompt(per_list: list[dict[str, Any]], samples: list[dict[str, A
     lists_out, readings = [], []
     for lst in per_list:
         items = lst["items"]
-        mine = []
+        mine, tallies = [], []
         for (list_id, _), choices in sorted(by_prompt.items()):
             if list_id == lst["list_id"]:
                 counts = [sum(c == item for c in choices) for item in items]
+                tallies.append({"counts": counts, "invalid": len(choices) - sum(counts)})
                 reading = read_pressure(counts, len(choices) - sum(counts), invalid_reward)
                 if reading is not None:
                     mine.append(reading)
         readings += mine
         mean = mean_reading(mine).__dict__ if mine else None
-        lists_out.append({"list_id": lst["list_id"], "prompts_spreading": sum(r.spreads for r in mine), "prompts": len(mine), **(mean or {})})
+        lists_out.append({"list_id": lst["list_id"], "prompts_spreading": sum(r.spreads for r in mine), "prompts": len(mine), "tallies": tallies, **(mean or {})})
     overall = mean_reading(readings) if readings else None
     return {
         "invalid_reward": invalid_reward,

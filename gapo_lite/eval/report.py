@@ -22,6 +22,19 @@ def jsonable(value: Any) -> Any:
     return value
 
 
+def mode_pressure_lines(lists_by_variant: dict[str, dict[str, Any]]) -> list[str]:
+    """Will GAPO spread it? The lists suite's mode-pressure reading per variant: a sentence and a per-list table."""
+    lines = ["### Will GAPO spread this model? (mode pressure, `gapo_lite.diagnostics`)", ""]
+    for label, r in lists_by_variant.items():
+        p = r.get("pressure")
+        if not p:
+            continue
+        lines += [f"**{label}** ({p['prompts_spreading']}/{p['prompts']} prompts with negative pressure): {p['verdict']}", ""]
+        rows = [[x["list_id"], x.get("valid_rate"), x.get("dominant_share"), x.get("threshold"), x.get("pressure")] for x in p["lists"]]
+        lines += _table(["list", "valid rate", "dominant share", "validity threshold", "mode pressure"], rows) + [""]
+    return lines
+
+
 def headline(suites: dict[str, Any]) -> list[Row]:
     """The side-by-side metrics of one variant's suite results."""
     rows: list[Row] = []
@@ -33,6 +46,9 @@ def headline(suites: dict[str, Any]) -> list[Row]:
             ("Lists: mean normalised entropy", r["mean_entropy"], "up"),
             ("Lists: position bias (TV from uniform)", r["position_tv"], "down"),
         ]
+        if r.get("pressure", {}).get("mean"):
+            rows += [("Lists: mode pressure (< 0: GAPO spreads)", r["pressure"]["mean"]["pressure"], ""),
+                     ("Lists: validity threshold", r["pressure"]["mean"]["threshold"], "")]
     if "open" in suites:
         r = suites["open"]
         rows += [(f"Open: mean Unique@{r['n']}", r["mean_unique"], "up"), ("Open: non-empty answer rate", r["mean_valid_rate"], "up")]
@@ -296,6 +312,7 @@ def markdown(results: dict[str, Any]) -> str:
                 ]
             )
         lines += _table(["list", *[f"JSD {label}" for label in labels], *[f"valid {label}" for label in labels]], rows)
+        lines += ["", *mode_pressure_lines({label: r["lists"] for label, r in variants.items() if "lists" in r})]
         lines += [""] + figure("lists_jsd.png") + figure("lists_histograms.png") + figure("lists_position.png")
     if any("open" in r for r in variants.values()):
         lines += ["## Open-ended", "", "Answers are canonicalised (gapo_lite.answers.canonical.canonicalize) before counting.", ""]

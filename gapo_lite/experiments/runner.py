@@ -47,8 +47,9 @@ class Experiment:
     format_table: Callable[[dict[str, Any]], str]
     pretrain_message: str = "building and pretraining a tiny model"
     run_message: str = ""
-    plot: Callable[[dict[str, Any], Path], Path] | None = None  # (results, output folder) -> the file written
+    plot: Callable[[dict[str, Any], Path], Path | list[Path]] | None = None  # (results, output folder) -> the file(s) written
     extra_results: Callable[[dict[str, Any]], dict[str, Any]] = field(default=lambda results: {})
+    on_start: Callable[[dict[str, Any]], dict[str, Any]] | None = None  # reads the measured start before RL; adds to the results
 
 
 @contextlib.contextmanager
@@ -102,6 +103,8 @@ def _run_stages(e: Experiment, out: Path, command: str | None) -> dict[str, Any]
     tok.save_pretrained(start)
     stages["pretrain"] = time.perf_counter() - t0
     results: dict[str, Any] = {"before": e.measure(model, tok), "pretrain_final_loss": losses[-1] if losses else None}
+    if e.on_start is not None:
+        results.update(e.on_start(results))
 
     for step, run in enumerate(e.runs, start=2):
         print(f"[{step}/{total}] {run.label}: {s.rl_steps} steps{e.run_message}")
@@ -119,7 +122,8 @@ def _run_stages(e: Experiment, out: Path, command: str | None) -> dict[str, Any]
     (out / "results.json").write_text(json.dumps(results, indent=2))
     written = [out / "results.json"]
     if e.plot is not None:
-        written.append(e.plot(results, out))
+        plotted = e.plot(results, out)
+        written += plotted if isinstance(plotted, list) else [plotted]
     print(f"[{total}/{total}] results")
     print(e.format_table(results))
     print(f"wrote {' and '.join(str(p) for p in written)} in {results['wall_seconds']:.0f} s")
