@@ -13,10 +13,11 @@
 from __future__ import annotations
 
 import argparse
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from gapo_lite.experiments.lists import measure, rl_config  # noqa: F401  (re-exported: the demo's measurement and RL config)
 
 MODELS = ("before", "gapo", "grpo_baseline")
 LABELS = {"before": "before (collapsed)", "gapo": "GAPO", "grpo_baseline": "GRPO + validity reward"}
@@ -38,10 +39,12 @@ class DemoSettings:
     first_share: float = 0.8
     mixed_share: float = 0.5
     lm_on_items: bool = False
+    freeze_embeddings_in_collapse: bool = True
     rl_steps: int = 200
     prompts_per_step: int = 8
     num_generations: int = 32
     rl_lr: float = 3e-4
+    rl_schedule: str = "cosine"  # decaying the RL learning rate lowers the noise floor the answers settle at
     rl_temperature: float = 0.7
     eval_lists: int = 10
     eval_samples: int = 100
@@ -55,48 +58,10 @@ class DemoSettings:
                    eval_lists=2, eval_samples=8)
 
 
-def measure(model: Any, tokenizer: Any, s: Any) -> dict[str, Any]:
-    """Lists-suite metrics on held-out and training categories at each evaluation temperature."""
-    from gapo_lite.eval.lists import run_lists
-    from gapo_lite.eval.settings import SampleSettings
-
-    out: dict[str, Any] = {}
-    for temperature in s.eval_temperatures:
-        row: dict[str, Any] = {}
-        for split in ("heldout", "train"):
-            settings = SampleSettings(n=s.eval_samples, temperature=temperature, max_new_tokens=3, batch_size=512, seed=s.seed, progress=False)
-            r = run_lists(model, tokenizer, settings, num_lists=s.eval_lists, split=split)
-            row.update(
-                {
-                    f"{split}_pressure": r["pressure"],
-                    f"{split}_jsd": r["mean_jsd"],
-                    f"{split}_valid_rate": r["mean_valid_rate"],
-                    f"{split}_unique": sum(sum(1 for c in lst["counts"].values() if c) for lst in r["lists"]) / len(r["lists"]),
-                    f"{split}_first_share": r["position_shares"][0] if r["position_shares"] else math.nan,
-                    f"{split}_position_shares": r["position_shares"],
-                }
-            )
-        out[f"T{temperature:g}"] = row
-    main = out.pop(f"T{s.eval_temperatures[0]:g}")
-    return {**main, **{f"temperature_{k[1:]}": v for k, v in out.items()}}
-
-
 def start_line(before: dict[str, Any], temperature: float) -> str:
     """One line on the starting model: valid rate, dominant share, and whether GAPO is expected to spread it."""
     p = before["heldout_pressure"]
     return f"start (held-out, T={temperature:g}; {p['prompts_spreading']}/{p['prompts']} prompts with negative pressure): {p['verdict']}"
-
-
-def rl_config(s: Any, start: Path, out: Path, reward: str, invalid_reward: float = -1.0):
-    """The RL run's TrainConfig: full fine-tuning of the tiny model on training categories, G completions per prompt."""
-    from gapo_lite.training import TrainConfig
-
-    return TrainConfig(
-        model=str(start), backend="transformers", load_in_4bit=False, use_lora=False, reward=reward, invalid_reward=invalid_reward,
-        num_generations=s.num_generations, prompts_per_step=s.prompts_per_step, max_completion_length=2,
-        temperature=s.rl_temperature, learning_rate=s.rl_lr, max_steps=s.rl_steps, save_steps=max(1, s.rl_steps // 2),
-        save_total_limit=1, split="train", data_seed=s.seed, seed=s.seed, output_dir=str(out), optim="adamw_torch",
-    )
 
 
 REWARDS = {"gapo": "gapo", "grpo_baseline": "validity"}
@@ -116,7 +81,8 @@ def run_demo(out_dir: str | Path = "runs/demo", settings: DemoSettings | None = 
 
     def pretrain(model: Any, tok: Any) -> list[float]:
         return pretrain_collapsed(model, tok, copy_steps=s.copy_steps, copy_learning_rate=s.copy_lr, steps=s.pretrain_steps, batch_size=s.pretrain_batch,
-                                  first_share=s.first_share, learning_rate=s.pretrain_lr, mixed_share=s.mixed_share, lm_on_items=s.lm_on_items, seed=s.seed)
+                                  first_share=s.first_share, learning_rate=s.pretrain_lr, mixed_share=s.mixed_share, lm_on_items=s.lm_on_items,
+                                  freeze_embeddings_in_collapse=s.freeze_embeddings_in_collapse, seed=s.seed)
 
     def on_start(results: dict[str, Any]) -> dict[str, Any]:
         print("      " + start_line(results["before"], s.eval_temperatures[0]))

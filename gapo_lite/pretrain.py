@@ -46,6 +46,7 @@ def pretrain_collapsed(
     mixed_share: float = 0.0,
     lm_weight: float = 1.0,
     lm_on_items: bool = True,
+    freeze_embeddings_in_collapse: bool = False,
     seed: int = 0,
     progress: bool = True,
     pool: dict[str, list[str]] | None = None,
@@ -60,7 +61,11 @@ def pretrain_collapsed(
     LLM is pretrained on); with ``lm_on_items=False`` the list's items are left out of it: predicting the
     next item of a list only teaches which words a category has, the habit behind invalid answers (a word
     of the category that is not in the list), and it pulls those words' tied embeddings together. In each
-    phase the learning rate warms up over 5% of its steps, then decays on a cosine to 10%. ``pool``
+    phase the learning rate warms up over 5% of its steps, then decays on a cosine to 10%.
+    ``freeze_embeddings_in_collapse`` keeps the token embeddings fixed in the collapse phase: the habit to
+    learn is a position (the first item), and noisy updates of the embeddings of the few items that happen
+    to stand first would leave item-specific preferences behind (held-out items are never trained by RL,
+    so those would stay). ``pool``
     (category -> items) replaces the kit's categories, e.g. for a seconds-long test.
     Returns the loss per step of both phases.
     """
@@ -70,10 +75,17 @@ def pretrain_collapsed(
     losses: list[float] = []
     phases = [(copy_steps, None, copy_learning_rate or learning_rate, "pretraining 1/2 (copy)"),
               (steps, first_share, learning_rate, "pretraining 2/2 (collapse)")]
+    embeddings = model.get_input_embeddings().weight
     for i, (n, share, lr, desc) in enumerate(p for p in phases if p[0] > 0):
-        losses += _train_list_answers(model, tokenizer, steps=n, batch_size=batch_size, first_share=share, learning_rate=lr, min_items=min_items,
-                                      max_items=max_items, mixed_share=mixed_share, lm_weight=lm_weight, lm_on_items=lm_on_items,
-                                      seed=seed + 1000 * i, progress=progress, desc=desc, pool=pool)
+        trainable = embeddings.requires_grad
+        if share is not None and freeze_embeddings_in_collapse:
+            embeddings.requires_grad_(False)
+        try:
+            losses += _train_list_answers(model, tokenizer, steps=n, batch_size=batch_size, first_share=share, learning_rate=lr, min_items=min_items,
+                                          max_items=max_items, mixed_share=mixed_share, lm_weight=lm_weight, lm_on_items=lm_on_items,
+                                          seed=seed + 1000 * i, progress=progress, desc=desc, pool=pool)
+        finally:
+            embeddings.requires_grad_(trainable)
     return losses
 
 

@@ -35,7 +35,7 @@ def tiny(tmp_path_factory):
     torch.set_num_threads(1)
     pool = _pool()
     assert len(pool) == len(NAMES), f"expected categories {NAMES} in the word lists, got {sorted(pool)}"
-    path = build_tiny_model(tmp_path_factory.mktemp("m") / "tiny", hidden_size=64, num_layers=2, num_heads=4, num_kv_heads=4, seed=0)
+    path = build_tiny_model(tmp_path_factory.mktemp("m") / "tiny", hidden_size=64, num_layers=2, num_heads=4, num_kv_heads=4, seed=0, embedding_std=0.1)
     return path, pool
 
 
@@ -43,14 +43,17 @@ def test_copy_phase_then_collapse_phase(tiny):
     path, pool = tiny
     model, tok = load_model(path, lora=None)
     before = _measure(model, tok, pool)
-    pretrain_collapsed(model, tok, copy_steps=250, steps=0, batch_size=32, learning_rate=3e-3, min_items=3, max_items=5,
-                       mixed_share=0.5, pool=pool, progress=False)
+    pretrain_collapsed(model, tok, copy_steps=400, steps=0, batch_size=32, learning_rate=3e-3, min_items=3, max_items=5,
+                       mixed_share=0.5, lm_on_items=False, pool=pool, progress=False)
     valid, first = _measure(model, tok, pool)
     assert before[0] < 0.5, f"an untrained model should rarely answer an item of the list, got valid {before[0]:.2f}"
     assert valid >= 0.9, f"after the copy phase the model should copy an item of the list, got valid {valid:.2f}"
     assert first < 0.5, f"the copy phase has a uniform target, yet the first item got {first:.2f} of valid answers"
-    pretrain_collapsed(model, tok, steps=60, batch_size=32, first_share=0.8, learning_rate=1e-3, min_items=3, max_items=5,
-                       mixed_share=0.5, pool=pool, progress=False)
+    embeddings = model.get_input_embeddings().weight.detach().clone()
+    pretrain_collapsed(model, tok, steps=60, batch_size=32, first_share=0.8, learning_rate=3e-3, min_items=3, max_items=5,
+                       mixed_share=0.5, lm_on_items=False, freeze_embeddings_in_collapse=True, pool=pool, progress=False)
+    assert model.get_input_embeddings().weight.requires_grad, "the embeddings stay trainable after a frozen collapse phase"
+    assert (model.get_input_embeddings().weight == embeddings).all(), "freeze_embeddings_in_collapse changed the embeddings"
     valid, first = _measure(model, tok, pool)
     assert valid >= 0.9 and first >= 0.6, f"after collapsing: valid {valid:.2f}, first-item share {first:.2f}"
 

@@ -38,11 +38,13 @@ class RegimeSettings:
     pretrain_lr: float = 1e-3
     mixed_share: float = 0.5
     lm_on_items: bool = False
+    freeze_embeddings_in_collapse: bool = True
     zero_invalid_share: float = 0.65  # the collapse level whose starts also run with invalid_reward = 0
     rl_steps: int = 150
     prompts_per_step: int = 8
     num_generations: int = 32
     rl_lr: float = 3e-4
+    rl_schedule: str = "cosine"  # decaying the RL learning rate lowers the noise floor the answers settle at
     rl_temperature: float = 0.7
     eval_lists: int = 10
     eval_samples: int = 100
@@ -93,7 +95,7 @@ def run_regimes(out_dir: str | Path, s: RegimeSettings) -> dict[str, Any]:
     import torch
     from transformers import logging as hf_logging
 
-    from gapo_lite.demo import measure, rl_config
+    from gapo_lite.experiments.lists import measure, rl_config
     from gapo_lite.models import load_model
     from gapo_lite.pretrain import pretrain_collapsed
     from gapo_lite.tiny import build_tiny_model
@@ -111,7 +113,8 @@ def run_regimes(out_dir: str | Path, s: RegimeSettings) -> dict[str, Any]:
     done = 0
     for copy in sorted(s.copy_steps):  # one copy-phase run, snapshotted
         pretrain_collapsed(model, tok, copy_steps=copy - done, steps=0, batch_size=s.pretrain_batch, learning_rate=s.copy_lr,
-                           mixed_share=s.mixed_share, lm_on_items=s.lm_on_items, seed=s.seed + copy, progress=False)
+                           mixed_share=s.mixed_share, lm_on_items=s.lm_on_items,
+                                  freeze_embeddings_in_collapse=s.freeze_embeddings_in_collapse, seed=s.seed + copy, progress=False)
         done = copy
         snapshot = out / f"copy{copy}"
         model.save_pretrained(snapshot)
@@ -119,7 +122,8 @@ def run_regimes(out_dir: str | Path, s: RegimeSettings) -> dict[str, Any]:
         for share in s.first_shares:
             start_model, start_tok = load_model(snapshot, lora=None)
             pretrain_collapsed(start_model, start_tok, steps=s.pretrain_steps, batch_size=s.pretrain_batch, first_share=share,
-                               learning_rate=s.pretrain_lr, mixed_share=s.mixed_share, lm_on_items=s.lm_on_items, seed=s.seed, progress=False)
+                               learning_rate=s.pretrain_lr, mixed_share=s.mixed_share, lm_on_items=s.lm_on_items,
+                                  freeze_embeddings_in_collapse=s.freeze_embeddings_in_collapse, seed=s.seed, progress=False)
             path = out / f"start_copy{copy}_first{share:g}"
             start_model.save_pretrained(path)
             start_tok.save_pretrained(path)
