@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gapo_lite._bootstrap import choose_backend, import_unsloth, unsloth_installed
+from gapo_lite.gguf import gguf_checkpoint, is_gguf
+from gapo_lite.sampling import ensure_pad_token
 
 logger = logging.getLogger("gapo_lite")
 
@@ -57,8 +59,15 @@ def compute_dtype() -> Any:
 
 
 def check_model_path(name_or_path: str | Path) -> str:
-    """Reject a local-looking path that does not hold a model, naming what is missing."""
+    """Reject a local-looking path that does not hold a model, naming what is missing.
+
+    A ``.gguf`` file is converted once to a plain checkpoint folder (:mod:`gapo_lite.gguf`), whose path is returned.
+    """
     text = str(name_or_path)
+    if is_gguf(text):
+        if not Path(text).expanduser().is_file():
+            raise FileNotFoundError(f"GGUF file {text!r} does not exist")
+        return str(gguf_checkpoint(text))
     path = Path(text).expanduser()
     looks_local = path.exists() or text.startswith((".", "/", "~")) or text.count("/") > 1 or "\\" in text
     if looks_local:
@@ -84,9 +93,7 @@ def load_tokenizer(name_or_path: str | Path):
         tokenizer = PreTrainedTokenizerFast.from_pretrained(str(name_or_path))
     else:
         tokenizer = AutoTokenizer.from_pretrained(str(name_or_path))
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    return tokenizer
+    return ensure_pad_token(tokenizer)
 
 
 def load_model(
