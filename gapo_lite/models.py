@@ -161,6 +161,19 @@ def _load_unsloth(path, load_in_4bit, max_seq_length, lora, fast_inference, gpu_
     return model, tokenizer
 
 
+def lora_targets(model: Any, wanted: tuple[str, ...], where: str = "the model") -> list[str]:
+    """The names of ``wanted`` that ``model`` has as module names (Qwen2 and Llama both name their seven
+    projections q/k/v/o_proj, gate/up/down_proj); a clear error naming its linear layers when none match."""
+    import torch
+
+    present = {name.rsplit(".", 1)[-1] for name, _ in model.named_modules()}
+    targets = [m for m in wanted if m in present]
+    if not targets:
+        linear = sorted({name.rsplit(".", 1)[-1] for name, module in model.named_modules() if isinstance(module, torch.nn.Linear)})
+        raise ValueError(f"none of the LoRA target modules {list(wanted)} exist in {where}; its linear layers are named {linear}")
+    return targets
+
+
 def _load_transformers(path, load_in_4bit, lora, random_state):
     import torch
     from transformers import AutoModelForCausalLM
@@ -188,10 +201,7 @@ def _load_transformers(path, load_in_4bit, lora, random_state):
 
     if load_in_4bit:
         model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=True)
-    present = {name.rsplit(".", 1)[-1] for name, _ in model.named_modules()}
-    targets = [m for m in lora.target_modules if m in present]
-    if not targets:
-        raise ValueError(f"none of the LoRA target modules {lora.target_modules} exist in {path}")
+    targets = lora_targets(model, lora.target_modules, path)
     torch.manual_seed(random_state)
     config = LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout, target_modules=targets, task_type="CAUSAL_LM")
     return get_peft_model(model, config), tokenizer

@@ -154,3 +154,12 @@ def test_a_missing_gguf_file_or_package_is_named(tmp_path, monkeypatch):
     (tmp_path / "x.gguf").write_bytes(b"GGUF")
     with pytest.raises(ImportError, match=r"gapo-lite\[gguf\]"):
         kit_gguf.convert_gguf(tmp_path / "x.gguf", tmp_path / "x.hf")
+
+
+def test_lora_targets_name_the_linear_layers_when_none_match(tiny_gguf):
+    from gapo_lite.models import lora_targets
+
+    model, _ = load_model(tiny_gguf[0], backend="transformers", lora=None)
+    assert lora_targets(model, ("q_proj", "c_attn")) == ["q_proj"]
+    with pytest.raises(ValueError, match=r"c_attn.*linear layers are named .*'down_proj'.*'lm_head'"):
+        lora_targets(model, ("c_attn",), "tiny")
