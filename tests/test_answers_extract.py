@@ -31,6 +31,19 @@ CITIES = ["Paris", "London", "Dublin", "Istanbul", "New York City"]
         ("As an AI, I don't have personal preferences.", "food", None),
         ("What a perceptive one. It's a perfect example of the power of human", "city", None),
         ("", "city", None),
+        # from `gapo-lite eval --suite open --n 20` on SmolLM2-135M-Instruct
+        ("The name is Sarah, but that's not correct. The correct name is Sarah", "first name", "Sarah"),
+        ("No, I'm sorry for the misunderstanding. I'm here to help you craft", "first name", None),
+        ("A: Suspect\nWhat is a first name in a world of multiple names", "first name", "Suspect"),
+        ('Claire Kasper: A self-proclaimed "celebrity" in', "celebrity", "Claire Kasper"),
+        ('The answer to this question is "Kristen Bell" by Nikolai', "celebrity", "Kristen Bell"),
+        ('The name of a profession is "Dharma-hacker" but not', "profession", "Dharma-hacker"),
+        ('The film I\'m referring to is "Top Gear" is a 20', "movie", "Top Gear"),
+        ("Movie: 3D Surf (2019)", "movie", "3D Surf"),
+        ("The sport you're referring to is called rugby football (Rugby Union)", "sport", "rugby football"),
+        ("The city I am referring to is Cape Town, South Africa.", "city", "Cape Town"),
+        ("A colour: red", "colour", "red"),
+        ("The movie is actually titled The Big Sleep.", "movie", "The Big Sleep"),
     ],
 )
 def test_extract_answer_from_real_looking_replies(reply, noun, expected):
@@ -45,6 +58,8 @@ def test_validity_by_word_list_or_short_answer_rule():
     assert not is_short_answer("1000000000")  # no letter
     assert not is_short_answer("a fictional world in the Fallout universe")  # a phrase, not a name
     assert not is_short_answer("my favourite")  # first person
+    assert not is_short_answer("This") and not is_short_answer("In this case")  # what is left of a sentence
+    assert is_short_answer("The Night of the Elgar Miners")  # five words: a title still counts
     with pytest.raises(TypeError):
         extract_answer(None)  # type: ignore[arg-type]
 

@@ -16,7 +16,7 @@ from gapo_lite.answers.canonical import _answer_line, _first_clause, canonicaliz
 # Replies that decline or talk about the task instead of answering it.
 _REFUSAL = re.compile(
     r"^(?:i'?m sorry|i am sorry|sorry\b|i apologi[sz]e|as an ai\b|i (?:can ?not|can'?t|don'?t|do not|am unable|'m unable|am not able)\b"
-    r"|unfortunately\b|i'?m not (?:sure|able)\b|there (?:is|are) (?:no|many)\b|what a\b)",
+    r"|unfortunately\b|i'?m not (?:sure|able)\b|there (?:is|are) (?:no|many)\b|what a\b|no\s*[,.!])",
     re.IGNORECASE,
 )
 # Lead-ins that name the speaker's choice: "the one I'm referring to is", "I chose", "my pick is".
@@ -29,7 +29,14 @@ _FIRST_PERSON = re.compile(r"\b(?:i|im|ive|id|ill|me|my|you|your|we|our)\b")
 _TRAILING_FILLER = re.compile(r"\s+(?:is|was|would be)\s+(?:a|an|the|my|one)\b.*$", re.IGNORECASE)
 
 
-_NAME_LEAD = re.compile(r"^(?:answer|name|response|reply)\s*:\s*", re.IGNORECASE)
+_NAME_LEAD = re.compile(
+    r"^(?:(?:answer|name|response|reply|a)\s*:\s*"
+    r"|(?:(?:the|my|a|an)\s+)?(?:answer|name|response)\b[^:.!?\n]{0,40}?\s(?:is|would be)\s+(?:indeed\s+|simply\s+|called\s+)?)",
+    re.IGNORECASE,
+)
+_QUOTED = re.compile(r"^[\"“'‘]([^\"”'’\n]{1,60})[\"”'’]")
+# Words a name does not start with: what is left when a sentence was not an answer ("This is a hint.").
+_NOT_A_NAME = {"this", "that", "it", "its", "there", "here", "in", "what", "which", "when", "no", "yes", "to", "as", "for", "if"}
 
 
 def _noun_of(noun: str) -> re.Pattern[str]:
@@ -43,7 +50,7 @@ def _noun_lead(noun: str) -> re.Pattern[str]:
     words = r"\s+".join(re.escape(w) for w in noun.split())
     return re.compile(
         rf"^(?:(?:the|a|an|one|my|your|some)\s+)?(?:[\w'’\-]+\s+){{0,3}}?{words}(?:\s+name)?s?\b"
-        rf"(?:\s*:\s*|[^:.!?\n]{{0,40}}?\s(?:is|would be|could be|was)\b\s*(?:called\s+|named\s+)?[:\-–—]?\s*)",
+        rf"(?:\s*:\s*|[^:.!?\n]{{0,40}}?\s(?:is|would be|could be|was)\b\s*(?:(?:actually|indeed|simply)\s+)?(?:(?:called|named|titled)\s+)?[:\-–—]?\s*)",
         re.IGNORECASE,
     )
 
@@ -70,26 +77,30 @@ def extract_answer(reply: str, noun: str | None = None) -> str | None:
                 return named.group(1)
             line = _noun_lead(noun).sub("", line, count=1).strip()
         line = _GENERIC_LEAD.sub("", line, count=1).strip()
+        quoted = _QUOTED.match(line)
+        if quoted:  # '"Kristen Bell" by Nikolai' -> 'Kristen Bell'
+            return quoted.group(1).strip() or None
         stripped = _answer_line(line)
         line = stripped if stripped is not None else ""
     if not line or _REFUSAL.match(line):
         return None
-    answer = _first_clause(line).split(",")[0]
+    answer = re.split(r"[,:]", _first_clause(line))[0]
     answer = _TRAILING_FILLER.sub("", answer).strip(" \t\"'“”‘’*_")
     return answer or None
 
 
-def is_short_answer(answer: str | None, max_words: int = 4) -> bool:
+def is_short_answer(answer: str | None, max_words: int = 5) -> bool:
     """The rule for categories with no word list: 1 to ``max_words`` words, with a letter, no first or
-    second person ("I", "my", "you"), as a name would be."""
+    second person ("I", "my", "you"), not starting like a sentence ("This", "In"), as a name would be."""
     canonical = canonicalize(answer) if answer else None
     if not canonical:
         return False
     words = canonical.split()
-    return len(words) <= max_words and any(ch.isalpha() for ch in canonical) and not _FIRST_PERSON.search(canonical)
+    return (len(words) <= max_words and any(ch.isalpha() for ch in canonical) and not _FIRST_PERSON.search(canonical)
+            and words[0] not in _NOT_A_NAME)
 
 
-def is_valid_answer(answer: str | None, vocabulary: Collection[str] | None = None, *, max_words: int = 4) -> bool:
+def is_valid_answer(answer: str | None, vocabulary: Collection[str] | None = None, *, max_words: int = 5) -> bool:
     """True when ``answer`` is an item of ``vocabulary`` (compared in canonical form, plurals folded), or,
     with no vocabulary, passes :func:`is_short_answer`."""
     if answer is None:
