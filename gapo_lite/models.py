@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gapo_lite._bootstrap import choose_backend, import_unsloth, unsloth_installed
+from gapo_lite.gguf import gguf_checkpoint, is_gguf
+from gapo_lite.sampling import ensure_pad_token
 
 logger = logging.getLogger("gapo_lite")
 
@@ -57,8 +59,15 @@ def compute_dtype() -> Any:
 
 
 def check_model_path(name_or_path: str | Path) -> str:
-    """Reject a local-looking path that does not hold a model, naming what is missing."""
+    """Reject a local-looking path that does not hold a model, naming what is missing.
+
+    A ``.gguf`` file is converted once to a plain checkpoint folder (:mod:`gapo_lite.gguf`), whose path is returned.
+    """
     text = str(name_or_path)
+    if is_gguf(text):
+        if not Path(text).expanduser().is_file():
+            raise FileNotFoundError(f"GGUF file {text!r} does not exist")
+        return str(gguf_checkpoint(text))
     path = Path(text).expanduser()
     looks_local = path.exists() or text.startswith((".", "/", "~")) or text.count("/") > 1 or "\\" in text
     if looks_local:
@@ -84,9 +93,7 @@ def load_tokenizer(name_or_path: str | Path):
         tokenizer = PreTrainedTokenizerFast.from_pretrained(str(name_or_path))
     else:
         tokenizer = AutoTokenizer.from_pretrained(str(name_or_path))
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    return tokenizer
+    return ensure_pad_token(tokenizer)
 
 
 def load_model(
@@ -154,6 +161,19 @@ def _load_unsloth(path, load_in_4bit, max_seq_length, lora, fast_inference, gpu_
     return model, tokenizer
 
 
+def lora_targets(model: Any, wanted: tuple[str, ...], where: str = "the model") -> list[str]:
+    """The names of ``wanted`` that ``model`` has as module names (Qwen2 and Llama both name their seven
+    projections q/k/v/o_proj, gate/up/down_proj); a clear error naming its linear layers when none match."""
+    import torch
+
+    present = {name.rsplit(".", 1)[-1] for name, _ in model.named_modules()}
+    targets = [m for m in wanted if m in present]
+    if not targets:
+        linear = sorted({name.rsplit(".", 1)[-1] for name, module in model.named_modules() if isinstance(module, torch.nn.Linear)})
+        raise ValueError(f"none of the LoRA target modules {list(wanted)} exist in {where}; its linear layers are named {linear}")
+    return targets
+
+
 def _load_transformers(path, load_in_4bit, lora, random_state):
     import torch
     from transformers import AutoModelForCausalLM
@@ -181,10 +201,7 @@ def _load_transformers(path, load_in_4bit, lora, random_state):
 
     if load_in_4bit:
         model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=True)
-    present = {name.rsplit(".", 1)[-1] for name, _ in model.named_modules()}
-    targets = [m for m in lora.target_modules if m in present]
-    if not targets:
-        raise ValueError(f"none of the LoRA target modules {lora.target_modules} exist in {path}")
+    targets = lora_targets(model, lora.target_modules, path)
     torch.manual_seed(random_state)
     config = LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout, target_modules=targets, task_type="CAUSAL_LM")
     return get_peft_model(model, config), tokenizer

@@ -7,6 +7,16 @@ from typing import Any
 Prompt = str | list[dict[str, str]]
 
 
+def ensure_pad_token(tokenizer: Any) -> Any:
+    """Give a tokenizer without a pad token the usual one, its end-of-sequence token (Llama / SmolLM2 ship
+    none); padded positions are masked, so which token pads does not change what the model sees."""
+    if tokenizer.pad_token is None:
+        if tokenizer.eos_token is None:
+            raise ValueError(f"{type(tokenizer).__name__} has neither a pad token nor an eos token to pad with; set tokenizer.pad_token")
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
 def render_prompt(tokenizer: Any, prompt: Prompt) -> str:
     """Chat messages through the tokenizer's chat template (with the generation prompt); plain text as is."""
     if isinstance(prompt, str):
@@ -39,6 +49,7 @@ def sample_completions(
         raise ValueError(f"n must be >= 1, got {n}")
     if temperature < 0:
         raise ValueError(f"temperature must be >= 0, got {temperature}")
+    ensure_pad_token(tokenizer)
     texts = [render_prompt(tokenizer, p) for p in prompts]
     rows = [t for t in texts for _ in range(n)]
     device = next(model.parameters()).device

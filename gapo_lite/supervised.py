@@ -56,8 +56,9 @@ def completion_batch(tokenizer: Any, examples: list[tuple[Messages, str]]):
     completion's tokens and the end-of-turn token after them (the prompt is not trained)."""
     import torch
 
-    from gapo_lite.sampling import render_prompt
+    from gapo_lite.sampling import ensure_pad_token, render_prompt
 
+    ensure_pad_token(tokenizer)
     eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
     prompts = tokenizer([render_prompt(tokenizer, m) for m, _ in examples], add_special_tokens=False)["input_ids"]
     answers = tokenizer([c for _, c in examples], add_special_tokens=False)["input_ids"]

@@ -102,7 +102,8 @@ def test_score_answers_hand_values():
     r = score_answers(["Paris", "paris.", "Sure! London", "", "**Rome**"])
     assert r["n"] == 5
     assert r["unique"] == 3
-    assert r["valid_rate"] == pytest.approx(0.8)
+    assert r["answer_rate"] == r["valid_rate"] == pytest.approx(0.8)
+    assert r["unique_valid"] == 3
     assert r["top"] == [
         {"answer": "paris", "count": 2, "share": 0.4},
         {"answer": "london", "count": 1, "share": 0.2},
@@ -243,13 +244,15 @@ def test_jsonable_is_strict_json():
 def test_comparison_deltas():
     results = {
         "variants": {
-            "base": {"open": {"n": 4, "mean_unique": 2.0, "mean_valid_rate": 1.0}},
-            "adapter": {"open": {"n": 4, "mean_unique": 3.5, "mean_valid_rate": 0.75}},
+            "base": {"open": {"n": 4, "mean_unique": 2.0, "mean_answer_rate": 1.0, "mean_unique_valid": 1.0, "mean_valid_rate": 0.5}},
+            "adapter": {"open": {"n": 4, "mean_unique": 3.5, "mean_answer_rate": 0.75, "mean_unique_valid": 3.0, "mean_valid_rate": 0.75}},
         }
     }
     rows = {r["metric"]: r for r in comparison(results)["rows"]}
-    assert rows["Open: mean Unique@4"]["delta"] == pytest.approx(1.5)
+    assert rows["Open: mean Unique@4 (raw replies)"]["delta"] == pytest.approx(1.5)
     assert rows["Open: non-empty answer rate"]["delta"] == pytest.approx(-0.25)
+    assert rows["Open: mean Unique@4 over valid answers"]["delta"] == pytest.approx(2.0)
+    assert rows["Open: valid answer rate"]["delta"] == pytest.approx(0.25)
     bench = headline({"bench": {"gsm8k": {"status": "skipped", "reason": "no hub"}}})
     assert bench == [("Bench gsm8k", "skipped", "")]
 

@@ -72,3 +72,16 @@ def test_bad_arguments(loaded):
         sample_completions(model, tok, PROMPTS, n=0)
     with pytest.raises(ValueError, match="temperature must be >= 0"):
         sample_completions(model, tok, PROMPTS, temperature=-0.1)
+
+
+def test_ensure_pad_token_uses_eos_and_names_a_tokenizer_with_neither():
+    from types import SimpleNamespace
+
+    from gapo_lite.sampling import ensure_pad_token
+
+    tok = SimpleNamespace(pad_token=None, eos_token="<|im_end|>")
+    assert ensure_pad_token(tok).pad_token == "<|im_end|>"
+    kept = SimpleNamespace(pad_token="<pad>", eos_token="<|im_end|>")
+    assert ensure_pad_token(kept).pad_token == "<pad>"
+    with pytest.raises(ValueError, match="neither a pad token nor an eos token"):
+        ensure_pad_token(SimpleNamespace(pad_token=None, eos_token=None))

@@ -67,6 +67,8 @@ def test_cli_bad_key_fails_before_loading_a_model(capsys, monkeypatch):
         main(["train", "--recipe", "tiny_lists", "--set", "bogus=3"])
     assert main(["train", "--recipe", "qwen7b_lists", "--set", "max_steps=7", "--dry-run"]) == 0
     assert "max_steps: 7" in capsys.readouterr().out
+    assert main(["train", "--recipe", "smollm2_lists", "--model", "/models/x.gguf", "--dry-run"]) == 0
+    assert "model: /models/x.gguf" in capsys.readouterr().out  # --model is --set model=...
     with pytest.raises(FileNotFoundError, match="no recipe 'nope'"):
         main(["train", "--recipe", "nope"])
 

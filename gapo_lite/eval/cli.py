@@ -38,7 +38,7 @@ def _positive(text: str) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", required=True, help="model folder or hub name (the base)")
+    parser.add_argument("--model", required=True, help="model folder, hub name or .gguf file (the base; a .gguf is converted once to a folder beside it)")
     parser.add_argument("--adapter", help="PEFT/LoRA adapter folder; the report compares base vs adapter")
     parser.add_argument("--compare", help="a second model folder, or an adapter folder on the same base, for the side-by-side")
     parser.add_argument("--suite", type=_suites, default=list(_SUITES), help="comma list of lists,open,creative,bench (default: all)")

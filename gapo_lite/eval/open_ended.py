@@ -1,10 +1,13 @@
-"""Open-ended suite: "Name a city." and nine more prompts, many samples each; Unique@N after canonicalisation."""
+"""Open-ended suite: "Name a city." and nine more prompts, many samples each; Unique@N after canonicalisation,
+both of the raw replies and of the *valid* answers extracted from them (a real model's "The city I'm referring
+to is Nova Haven." is one sentence, not one answer; :mod:`gapo_lite.answers.extract`)."""
 from __future__ import annotations
 
 from collections import Counter
 from typing import Any
 
 from gapo_lite.answers.canonical import canonicalize
+from gapo_lite.answers.extract import extract_answer, is_valid_answer
 from gapo_lite.eval.settings import SampleSettings, sample
 
 SUFFIX = " Answer with the name only."
@@ -20,32 +23,65 @@ PROMPTS: dict[str, str] = {
     "sport": "Name a sport.",
     "movie": "Name a movie.",
 }
+# The noun each prompt asks for (what a lead-in like "The city I'm referring to is" names).
+NOUNS: dict[str, str] = {"first_name": "first name"}
+# The kit's word list (gapo_lite/data/wordlists.json) that validates each prompt's answers; prompts without
+# one (celebrity, first_name, movie) use the short-answer rule (gapo_lite.answers.extract.is_short_answer).
+WORD_LISTS: dict[str, str] = {
+    "city": "cities", "country": "countries", "animal": "animals", "food": "foods", "colour": "colors", "profession": "jobs", "sport": "sports",
+}
 
 
-def score_answers(completions: list[str], *, fold_plurals: bool = False, top_k: int = 10) -> dict[str, Any]:
-    """Unique@N (N = len(completions)) of canonical answers, valid rate (non-empty answers), top answers with shares.
+def _top(counts: Counter, n: int, top_k: int) -> list[dict[str, Any]]:
+    return [{"answer": a, "count": c, "share": c / n} for a, c in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:top_k]]
 
-    Shares are of all N samples, so the top shares plus the empty ones need not sum to one.
+
+def score_answers(
+    completions: list[str], *, fold_plurals: bool = False, top_k: int = 10, noun: str | None = None, vocabulary: list[str] | None = None
+) -> dict[str, Any]:
+    """Unique@N (N = len(completions)) of the canonical replies, and of the valid answers extracted from them.
+
+    ``unique`` and ``answer_rate`` (non-empty replies) count whole replies, so every distinct sentence is a
+    distinct "answer". ``unique_valid`` and ``valid_rate`` count the answer :func:`extract_answer` finds
+    (lead-ins about ``noun`` removed) when :func:`is_valid_answer` accepts it: an item of ``vocabulary``, or
+    with none a short name-like answer. Shares in ``top`` / ``top_valid`` are of all N samples.
     """
     from gapo_lite.metrics import unique_at_n
 
     if not completions:
         raise ValueError("score_answers got no completions")
     answers = [canonicalize(c, fold_plurals=fold_plurals) for c in completions]
-    counts = Counter(a for a in answers if a is not None)
+    extracted = [extract_answer(c, noun) for c in completions]
+    valid = [canonicalize(e, fold_plurals=fold_plurals) if is_valid_answer(e, vocabulary) else None for e in extracted]  # type: ignore[arg-type]
     n = len(answers)
     return {
         "n": n,
         "unique": unique_at_n(answers, n),
-        "valid_rate": sum(1 for a in answers if a is not None) / n,
-        "top": [{"answer": a, "count": c, "share": c / n} for a, c in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:top_k]],
+        "answer_rate": sum(1 for a in answers if a is not None) / n,
+        "unique_valid": unique_at_n(valid, n),
+        "valid_rate": sum(1 for v in valid if v is not None) / n,
+        "validator": f"word list ({len(vocabulary)} items)" if vocabulary is not None else "short answer",
+        "top": _top(Counter(a for a in answers if a is not None), n, top_k),
+        "top_valid": _top(Counter(v for v in valid if v is not None), n, top_k),
         "answers": answers,
+        "extracted": extracted,
+        "valid": valid,
     }
 
 
-def run_open(model, tokenizer, settings: SampleSettings, *, prompts: dict[str, str] | None = None, fold_plurals: bool = False, seed_offset: int = 202) -> dict[str, Any]:
-    """Sample ``settings.n`` answers to each prompt; per-prompt and mean Unique@N."""
+def run_open(
+    model, tokenizer, settings: SampleSettings, *, prompts: dict[str, str] | None = None, fold_plurals: bool = False, seed_offset: int = 202,
+    word_lists: bool = True,
+) -> dict[str, Any]:
+    """Sample ``settings.n`` answers to each prompt; per-prompt and mean Unique@N, raw and over valid answers.
+
+    ``word_lists``: validate the answers of prompts in :data:`WORD_LISTS` against the kit's word list (a
+    closed vocabulary of 25 items, so "Dublin" is invalid for "city"); ``False``: the short-answer rule everywhere.
+    """
+    from gapo_lite.data.open_ended import vocabularies
+
     prompts = PROMPTS if prompts is None else prompts
+    lists = vocabularies("all") if word_lists else {}
     if not prompts:
         raise ValueError("run_open needs at least one prompt")
     names = list(prompts)
@@ -53,14 +89,17 @@ def run_open(model, tokenizer, settings: SampleSettings, *, prompts: dict[str, s
     completions = sample(model, tokenizer, messages, settings, seed_offset=seed_offset)
     per_prompt, samples = {}, []
     for name, texts in zip(names, completions):
-        scored = score_answers(texts, fold_plurals=fold_plurals)
-        answers = scored.pop("answers")
+        scored = score_answers(texts, fold_plurals=fold_plurals, noun=NOUNS.get(name, name), vocabulary=lists.get(WORD_LISTS.get(name, "")))
+        answers, extracted, valid = scored.pop("answers"), scored.pop("extracted"), scored.pop("valid")
         per_prompt[name] = {"prompt": prompts[name] + SUFFIX, **scored}
-        samples.extend({"prompt": name, "completion": t, "answer": a} for t, a in zip(texts, answers))
+        samples.extend({"prompt": name, "completion": t, "answer": a, "extracted": e, "valid_answer": v} for t, a, e, v in zip(texts, answers, extracted, valid))
+    mean = lambda key: sum(p[key] for p in per_prompt.values()) / len(per_prompt)
     return {
         "prompts": per_prompt,
-        "mean_unique": sum(p["unique"] for p in per_prompt.values()) / len(per_prompt),
-        "mean_valid_rate": sum(p["valid_rate"] for p in per_prompt.values()) / len(per_prompt),
+        "mean_unique": mean("unique"),
+        "mean_answer_rate": mean("answer_rate"),
+        "mean_unique_valid": mean("unique_valid"),
+        "mean_valid_rate": mean("valid_rate"),
         "n": settings.n,
         "fold_plurals": fold_plurals,
         "samples": samples,

@@ -51,7 +51,10 @@ def headline(suites: dict[str, Any]) -> list[Row]:
                      ("Lists: validity threshold", r["pressure"]["mean"]["threshold"], "")]
     if "open" in suites:
         r = suites["open"]
-        rows += [(f"Open: mean Unique@{r['n']}", r["mean_unique"], "up"), ("Open: non-empty answer rate", r["mean_valid_rate"], "up")]
+        rows.append((f"Open: mean Unique@{r['n']} (raw replies)", r["mean_unique"], "up"))
+        if "mean_unique_valid" in r:  # results written before valid answers were extracted lack these
+            rows += [(f"Open: mean Unique@{r['n']} over valid answers", r["mean_unique_valid"], "up"), ("Open: valid answer rate", r["mean_valid_rate"], "up")]
+        rows.append(("Open: non-empty answer rate", r.get("mean_answer_rate", r["mean_valid_rate"]), "up"))
     if "creative" in suites:
         r = suites["creative"]
         rows += [("Creative: mean embedding distance", r["mean_embedding_distance"], "up"), ("Creative: mean 1 - Self-BLEU", r["mean_one_minus_self_bleu"], "up")]
@@ -315,7 +318,10 @@ def markdown(results: dict[str, Any]) -> str:
         lines += ["", *mode_pressure_lines({label: r["lists"] for label, r in variants.items() if "lists" in r})]
         lines += [""] + figure("lists_jsd.png") + figure("lists_histograms.png") + figure("lists_position.png")
     if any("open" in r for r in variants.values()):
-        lines += ["## Open-ended", "", "Answers are canonicalised (gapo_lite.answers.canonical.canonicalize) before counting.", ""]
+        lines += ["## Open-ended", "",
+                  "Raw: whole replies, canonicalised (gapo_lite.answers.canonical.canonicalize), so every distinct sentence counts. "
+                  "Valid: the answer extracted from the reply (gapo_lite.answers.extract: lead-ins like \"The city I'm referring to is\" removed), "
+                  "counted when it is in the kit's word list for the prompt (a closed list of 25) or, with no list, is a short name-like answer.", ""]
         first = next(r["open"] for r in variants.values() if "open" in r)
         rows = []
         for name in first["prompts"]:
@@ -323,9 +329,14 @@ def markdown(results: dict[str, Any]) -> str:
             for label in labels:
                 p = variants[label].get("open", {}).get("prompts", {}).get(name)
                 row.append(p["unique"] if p else None)
-                row.append(", ".join(f"{t['answer']} {t['share']:.0%}" for t in p["top"][:3]) if p else None)
+                row.append(p.get("unique_valid") if p else None)
+                row.append(p.get("valid_rate") if p else None)
+                top = p.get("top_valid", p["top"]) if p else []
+                row.append(", ".join(f"{t['answer']} {t['share']:.0%}" for t in top[:3]) if p else None)
             rows.append(row)
-        lines += _table(["prompt", *[h for label in labels for h in (f"Unique@{first['n']} {label}", f"top answers {label}")]], rows)
+        n = first["n"]
+        headers = [h for label in labels for h in (f"Unique@{n} raw {label}", f"Unique@{n} valid {label}", f"valid rate {label}", f"top valid answers {label}")]
+        lines += _table(["prompt", *headers], rows)
         lines += [""] + figure("open_unique.png")
     if any("creative" in r for r in variants.values()):
         lines += [

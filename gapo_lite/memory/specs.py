@@ -151,8 +151,12 @@ class ModelSpec:
 
     @classmethod
     def resolve(cls, model: str | Path) -> "ModelSpec":
-        """A local folder (or config.json) if one exists at ``model``, else a built-in name."""
+        """A local folder (or config.json, or a .gguf file: its converted folder) if one exists at ``model``, else a built-in name."""
         path = Path(str(model)).expanduser()
+        if path.is_file() and path.suffix.lower() == ".gguf":
+            from gapo_lite.gguf import gguf_checkpoint
+
+            path = gguf_checkpoint(path)
         if path.exists():
             return cls.from_config(path)
         return cls.builtin(str(model))

