@@ -31,26 +31,27 @@ class DemoSettings:
     num_layers: int = 2
     num_heads: int = 8
     embedding_std: float = 0.1
-    copy_steps: int = 2000
+    copy_steps: int = 1600
     copy_lr: float = 3e-3
-    pretrain_steps: int = 150
+    pretrain_steps: int = 200
     pretrain_batch: int = 32
-    pretrain_lr: float = 1e-3
+    pretrain_lr: float = 3e-3
     first_share: float = 0.8
     mixed_share: float = 0.5
     lm_on_items: bool = False
     freeze_embeddings_in_collapse: bool = True
-    rl_steps: int = 200
-    prompts_per_step: int = 8
+    rl_steps: int = 350
+    prompts_per_step: int = 4
     num_generations: int = 32
     rl_lr: float = 3e-4
     rl_schedule: str = "cosine"  # decaying the RL learning rate lowers the noise floor the answers settle at
     rl_temperature: float = 0.7
+    completion_tokens: int = 3  # RL and evaluation read the same text: an answer, then end-of-turn or more words
     eval_lists: int = 10
     eval_samples: int = 100
     eval_temperatures: tuple[float, ...] = (0.7, 1.0)
     seed: int = 0
-    threads: int = 1  # on these 2-core machines one torch thread runs ~6x faster than two
+    threads: int = 1  # tiny matrices: a second thread mostly waits on the first
 
     @classmethod
     def quick(cls) -> "DemoSettings":

@@ -15,7 +15,7 @@ def measure(model: Any, tokenizer: Any, s: Any) -> dict[str, Any]:
     for temperature in s.eval_temperatures:
         row: dict[str, Any] = {}
         for split in ("heldout", "train"):
-            settings = SampleSettings(n=s.eval_samples, temperature=temperature, max_new_tokens=3, batch_size=512, seed=s.seed, progress=False)
+            settings = SampleSettings(n=s.eval_samples, temperature=temperature, max_new_tokens=s.completion_tokens, batch_size=512, seed=s.seed, progress=False)
             r = run_lists(model, tokenizer, settings, num_lists=s.eval_lists, split=split)
             row.update(
                 {
@@ -39,7 +39,7 @@ def rl_config(s: Any, start: Path, out: Path, reward: str, invalid_reward: float
 
     return TrainConfig(
         model=str(start), backend="transformers", load_in_4bit=False, use_lora=False, reward=reward, invalid_reward=invalid_reward,
-        num_generations=s.num_generations, prompts_per_step=s.prompts_per_step, max_completion_length=2,
+        num_generations=s.num_generations, prompts_per_step=s.prompts_per_step, max_completion_length=s.completion_tokens,
         temperature=s.rl_temperature, learning_rate=s.rl_lr, lr_scheduler_type=s.rl_schedule, max_steps=s.rl_steps, save_steps=max(1, s.rl_steps // 2),
         save_total_limit=1, split="train", data_seed=s.seed, seed=s.seed, output_dir=str(out), optim="adamw_torch",
     )

@@ -46,6 +46,7 @@ class RegimeSettings:
     rl_lr: float = 3e-4
     rl_schedule: str = "cosine"  # decaying the RL learning rate lowers the noise floor the answers settle at
     rl_temperature: float = 0.7
+    completion_tokens: int = 3  # RL and evaluation read the same text: an answer, then end-of-turn or more words
     eval_lists: int = 10
     eval_samples: int = 100
     eval_temperatures: tuple[float, ...] = (0.7,)
