@@ -1,9 +1,6 @@
 """``TrainConfig``: every knob of a GAPO run, with the paper's defaults, and ``--set key=value`` parsing."""
 from __future__ import annotations
 
-import dataclasses
-import json
-import typing
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
@@ -164,49 +161,9 @@ class TrainConfig:
         return cls(**data)
 
     def with_overrides(self, assignments: list[str]) -> "TrainConfig":
-        """A copy with ``key=value`` assignments applied (values parsed to the field's type)."""
-        hints = typing.get_type_hints(type(self))
-        changes: dict[str, Any] = {}
-        for text in assignments:
-            if "=" not in text:
-                raise ValueError(f"--set expects key=value, got {text!r}")
-            key, raw = (s.strip() for s in text.split("=", 1))
-            if key not in hints:
-                raise ValueError(f"unknown TrainConfig key {key!r}; known keys: {', '.join(sorted(hints))}")
-            changes[key] = _parse_value(key, raw, hints[key])
-        return dataclasses.replace(self, **changes)
+        """A copy with ``key=value`` assignments applied (the one ``--set`` parser, :mod:`gapo_lite.overrides`)."""
+        from gapo_lite.overrides import apply_overrides
+
+        return apply_overrides(self, assignments, what="TrainConfig key")
 
 
-def _parse_value(key: str, raw: str, hint: Any) -> Any:
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if raw.lower() in ("none", "null") and type(None) in args:
-        return None
-    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
-        inner = [a for a in args if a is not type(None)]
-        return _parse_value(key, raw, inner[0])
-    try:
-        if hint is bool:
-            if raw.lower() in ("1", "true", "yes", "on"):
-                return True
-            if raw.lower() in ("0", "false", "no", "off"):
-                return False
-            raise ValueError
-        if hint is int:
-            return int(raw)
-        if hint is float:
-            return float(raw)
-        if origin is Literal:
-            if raw not in args:
-                raise ValueError
-            return raw
-        if origin is tuple:
-            return tuple(s.strip() for s in raw.split(",") if s.strip())
-        if origin is dict:
-            value = json.loads(raw)
-            if not isinstance(value, dict):
-                raise ValueError
-            return value
-        return raw
-    except ValueError:
-        expected = f"one of {args}" if origin is Literal else getattr(hint, "__name__", str(hint))
-        raise ValueError(f"bad value for {key}: {raw!r} (expected {expected})") from None
