@@ -1,0 +1,35 @@
+"""The README's demo tables are what the demo's own formatters print from the recorded results (docs/demo_seeds.json)."""
+import importlib.util
+import json
+from pathlib import Path
+
+from gapo_lite.demo import format_table, targets
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+RECORDED = json.loads((ROOT / "docs" / "demo_seeds.json").read_text())
+
+
+def _seed_table():
+    spec = importlib.util.spec_from_file_location("demo_seeds", ROOT / "benchmarks" / "demo_seeds.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.seed_table({int(k): v for k, v in RECORDED.items()})
+
+
+def test_readme_shows_the_seed0_table_as_printed():
+    assert format_table(RECORDED["0"]) in README
+
+
+def test_readme_shows_the_seed_table_as_printed():
+    assert _seed_table() in README
+
+
+def test_recorded_targets_follow_the_recorded_figures():
+    for seed, r in RECORDED.items():
+        recomputed = targets({**r, "before": r["before"], "gapo": r["gapo"], "grpo_baseline": r["grpo_baseline"]})
+        assert recomputed == r["targets"], f"seed {seed}"
+
+
+def test_start_line_in_readme_is_seed0s():
+    assert RECORDED["0"]["start"]["verdict"] in README
