@@ -1,12 +1,12 @@
 """Supervised "pretraining" of a tiny model into a mode-collapsed list picker (stands in for a real LLM's habits)."""
 from __future__ import annotations
 
-import math
 import random
 from typing import Any
 
 from gapo_lite.data import TEMPLATES, categories, format_prompt
 from gapo_lite.sampling import render_prompt
+from gapo_lite.supervised import adamw_warmup_cosine, train_steps  # noqa: F401  (adamw_warmup_cosine re-exported)
 
 
 def collapse_targets(num_items: int, first_share: float) -> list[float]:
@@ -17,18 +17,6 @@ def collapse_targets(num_items: int, first_share: float) -> list[float]:
         return [1.0]
     rest = (1.0 - first_share) / (num_items - 1)
     return [first_share] + [rest] * (num_items - 1)
-
-
-def adamw_warmup_cosine(model: Any, learning_rate: float, steps: int):
-    """AdamW over the trainable parameters; lr warms up over 5% of ``steps``, then a half cosine to 10%."""
-    import torch
-
-    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=learning_rate, weight_decay=0.0)
-    warmup = max(1, steps // 20)
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda i: min(1.0, (i + 1) / warmup) * (0.55 + 0.45 * math.cos(math.pi * min(1.0, i / steps)))
-    )
-    return optimizer, schedule
 
 
 def pretrain_collapsed(
@@ -110,10 +98,7 @@ def _train_list_answers(
     """One phase: the answer's soft target is ``collapse_targets(first_share)``, or uniform when ``first_share`` is None."""
     import torch
     import torch.nn.functional as F
-    from tqdm.auto import tqdm
 
-    rng = random.Random(seed)
-    torch.manual_seed(seed)
     pool = categories("all") if pool is None else pool
     names = sorted(pool)
     everything = sorted({item for items in pool.values() for item in items})
@@ -123,10 +108,8 @@ def _train_list_answers(
         raise ValueError(f"pretrain_collapsed needs one token per item; not in the vocabulary: {missing}")
     eos = tokenizer.eos_token_id
     item_tensor = torch.tensor(sorted(set(item_ids.values())))
-    optimizer, schedule = adamw_warmup_cosine(model, learning_rate, steps)
-    model.train()
-    losses: list[float] = []
-    for _ in tqdm(range(steps), desc=desc, disable=not progress):
+
+    def batch_loss(rng: random.Random):
         texts, targets = [], []
         for _ in range(batch_size):
             category = rng.choice(names)
@@ -155,10 +138,6 @@ def _train_list_answers(
             if not lm_on_items:
                 prompt_targets = prompt_targets.masked_fill(torch.isin(prompt_targets, item_tensor), -100)
             loss = loss + lm_weight * F.cross_entropy(logits[:, :-3].float().reshape(-1, logits.shape[-1]), prompt_targets.reshape(-1), ignore_index=-100)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        schedule.step()
-        losses.append(float(loss.detach()))
-    model.eval()
-    return losses
+        return loss
+
+    return train_steps(model, batch_loss, steps=steps, learning_rate=learning_rate, seed=seed, desc=desc, progress=progress)

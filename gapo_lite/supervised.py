@@ -1,12 +1,12 @@
 """The one supervised training loop of the miniature experiments: warm-up-cosine AdamW over ``steps``
 batches, each batch's loss given by a callback; returns the loss per step.
 
-:func:`supervised_pretrain` (teacher-forced completions of drawn chat prompts) runs on it. The demo's
-``gapo_lite.pretrain.pretrain_collapsed`` repeats the same loop tail and can be ported onto
-:func:`train_steps` with its soft-target loss as ``batch_loss``.
+:func:`supervised_pretrain` (teacher-forced completions of drawn chat prompts) and the demo's
+``gapo_lite.pretrain.pretrain_collapsed`` (soft targets over a list's items) both run on it.
 """
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable
 from typing import Any
@@ -14,6 +14,18 @@ from typing import Any
 Messages = list[dict[str, str]]
 Draw = Callable[[random.Random], tuple[Messages, str]]
 BatchLoss = Callable[[random.Random], Any]  # rng -> a scalar torch loss for one batch
+
+
+def adamw_warmup_cosine(model: Any, learning_rate: float, steps: int):
+    """AdamW over the trainable parameters; lr warms up over 5% of ``steps``, then a half cosine to 10%."""
+    import torch
+
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=learning_rate, weight_decay=0.0)
+    warmup = max(1, steps // 20)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda i: min(1.0, (i + 1) / warmup) * (0.55 + 0.45 * math.cos(math.pi * min(1.0, i / steps)))
+    )
+    return optimizer, schedule
 
 
 def train_steps(
@@ -30,8 +42,6 @@ def train_steps(
     decays on a half cosine to 10% of ``learning_rate``. Seeds python and torch; leaves the model in eval mode."""
     import torch
     from tqdm.auto import tqdm
-
-    from gapo_lite.pretrain import adamw_warmup_cosine
 
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")

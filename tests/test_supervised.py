@@ -36,9 +36,9 @@ def test_train_steps_schedule_and_losses(monkeypatch):
     def batch_loss(rng: random.Random):
         return (model.w - 1.0) ** 2
 
-    import gapo_lite.pretrain as pretrain
+    import gapo_lite.supervised as supervised
 
-    original = pretrain.adamw_warmup_cosine
+    original = supervised.adamw_warmup_cosine
 
     def recording(m, lr, steps):
         optimizer, schedule = original(m, lr, steps)
@@ -51,7 +51,7 @@ def test_train_steps_schedule_and_losses(monkeypatch):
         optimizer.step = record
         return optimizer, schedule
 
-    monkeypatch.setattr(pretrain, "adamw_warmup_cosine", recording)
+    monkeypatch.setattr(supervised, "adamw_warmup_cosine", recording)
     losses = train_steps(model, batch_loss, steps=40, learning_rate=0.1, seed=0, progress=False)
     assert len(losses) == 40 and losses[0] == pytest.approx(4.0) and losses[-1] < losses[0]
     assert seen_lr[0] == pytest.approx(0.05) and seen_lr[1] == pytest.approx(0.1 * (0.55 + 0.45 * 0.99692), rel=1e-4)  # 40 // 20 = 2 warm-up steps
