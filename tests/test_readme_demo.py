@@ -33,3 +33,11 @@ def test_recorded_targets_follow_the_recorded_figures():
 
 def test_start_line_in_readme_is_seed0s():
     assert RECORDED["0"]["start"]["verdict"] in README
+
+
+def test_readme_shows_the_regime_table_as_printed():
+    from gapo_lite.experiments.regimes import format_table as regime_table
+
+    recorded = json.loads((ROOT / "docs" / "regimes.json").read_text())
+    assert regime_table(recorded) in README
+    assert recorded["prediction_right"] == sum(r["right"] for r in recorded["rows"])
