@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gapo_lite.experiments.lists import measure, rl_config  # noqa: F401  (re-exported: the demo's measurement and RL config)
+from gapo_lite.experiments.lists import measure, rl_config
 
 MODELS = ("before", "gapo", "grpo_baseline")
 LABELS = {"before": "before (collapsed)", "gapo": "GAPO", "grpo_baseline": "GRPO + validity reward"}

@@ -6,7 +6,7 @@ from typing import Any
 
 from gapo_lite.data import TEMPLATES, categories, format_prompt
 from gapo_lite.sampling import render_prompt
-from gapo_lite.supervised import adamw_warmup_cosine, train_steps  # noqa: F401  (adamw_warmup_cosine re-exported)
+from gapo_lite.supervised import train_steps
 
 
 def collapse_targets(num_items: int, first_share: float) -> list[float]:

@@ -153,20 +153,19 @@ def pressure_by_prompt(per_list: list[dict[str, Any]], samples: list[dict[str, A
     averaged over a list's orders and over lists."""
     from gapo_lite.diagnostics import mean_reading, read_pressure, verdict
 
-    by_prompt: dict[tuple[str, int], list[str | None]] = {}
+    by_prompt: dict[str, dict[int, list[str | None]]] = {}
     for s in samples:
-        by_prompt.setdefault((s["list_id"], s["order"]), []).append(s["choice"])
+        by_prompt.setdefault(s["list_id"], {}).setdefault(s["order"], []).append(s["choice"])
     lists_out, readings = [], []
     for lst in per_list:
         items = lst["items"]
         mine, tallies = [], []
-        for (list_id, _), choices in sorted(by_prompt.items()):
-            if list_id == lst["list_id"]:
-                counts = [sum(c == item for c in choices) for item in items]
-                tallies.append({"counts": counts, "invalid": len(choices) - sum(counts)})
-                reading = read_pressure(counts, len(choices) - sum(counts), invalid_reward)
-                if reading is not None:
-                    mine.append(reading)
+        for _, choices in sorted(by_prompt.get(lst["list_id"], {}).items()):
+            counts = [sum(c == item for c in choices) for item in items]
+            tallies.append({"counts": counts, "invalid": len(choices) - sum(counts)})
+            reading = read_pressure(counts, len(choices) - sum(counts), invalid_reward)
+            if reading is not None:
+                mine.append(reading)
         readings += mine
         mean = mean_reading(mine).__dict__ if mine else None
         lists_out.append({"list_id": lst["list_id"], "prompts_spreading": sum(r.spreads for r in mine), "prompts": len(mine), "tallies": tallies, **(mean or {})})

@@ -115,8 +115,7 @@ def run_regimes(out_dir: str | Path, s: RegimeSettings) -> dict[str, Any]:
     done = 0
     for copy in sorted(s.copy_steps):  # one copy-phase run, snapshotted
         pretrain_collapsed(model, tok, copy_steps=copy - done, steps=0, batch_size=s.pretrain_batch, learning_rate=s.copy_lr,
-                           mixed_share=s.mixed_share, lm_on_items=s.lm_on_items,
-                                  freeze_embeddings_in_collapse=s.freeze_embeddings_in_collapse, seed=s.seed + copy, progress=False)
+                           mixed_share=s.mixed_share, lm_on_items=s.lm_on_items, seed=s.seed + copy, progress=False)
         done = copy
         snapshot = out / f"copy{copy}"
         model.save_pretrained(snapshot)
@@ -125,7 +124,7 @@ def run_regimes(out_dir: str | Path, s: RegimeSettings) -> dict[str, Any]:
             start_model, start_tok = load_model(snapshot, lora=None)
             pretrain_collapsed(start_model, start_tok, steps=s.pretrain_steps, batch_size=s.pretrain_batch, first_share=share,
                                learning_rate=s.pretrain_lr, mixed_share=s.mixed_share, lm_on_items=s.lm_on_items,
-                                  freeze_embeddings_in_collapse=s.freeze_embeddings_in_collapse, seed=s.seed, progress=False)
+                               freeze_embeddings_in_collapse=s.freeze_embeddings_in_collapse, seed=s.seed, progress=False)
             path = out / f"start_copy{copy}_first{share:g}"
             start_model.save_pretrained(path)
             start_tok.save_pretrained(path)
