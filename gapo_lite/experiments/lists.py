@@ -33,12 +33,13 @@ def measure(model: Any, tokenizer: Any, s: Any) -> dict[str, Any]:
 
 
 
-def rl_config(s: Any, start: Path, out: Path, reward: str, invalid_reward: float = -1.0):
-    """The RL run's TrainConfig: full fine-tuning of the tiny model on training categories, G completions per prompt."""
+def rl_config(s: Any, start: Path, out: Path, reward: str, invalid_reward: float = -1.0, freeze_embeddings: bool = False):
+    """The RL run's TrainConfig: full fine-tuning of the tiny model on training categories, G completions per
+    prompt (``freeze_embeddings``: the token embeddings stay fixed, as LoRA leaves them)."""
     from gapo_lite.training import TrainConfig
 
     return TrainConfig(
-        model=str(start), backend="transformers", load_in_4bit=False, use_lora=False, reward=reward, invalid_reward=invalid_reward,
+        model=str(start), backend="transformers", load_in_4bit=False, use_lora=False, freeze_embeddings=freeze_embeddings, reward=reward, invalid_reward=invalid_reward,
         num_generations=s.num_generations, prompts_per_step=s.prompts_per_step, max_completion_length=s.completion_tokens,
         temperature=s.rl_temperature, learning_rate=s.rl_lr, lr_scheduler_type=s.rl_schedule, max_steps=s.rl_steps, save_steps=max(1, s.rl_steps // 2),
         save_total_limit=1, split="train", data_seed=s.seed, seed=s.seed, output_dir=str(out), optim="adamw_torch",

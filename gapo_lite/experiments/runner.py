@@ -112,7 +112,7 @@ def _run_stages(e: Experiment, out: Path, command: str | None) -> dict[str, Any]
         extras = {k: f() for k, f in (("scorer", run.make_scorer), ("train_dataset", run.make_dataset)) if f is not None}
         result = train(e.rl_config(start, out / run.name, run), **extras)
         stages[run.name] = time.perf_counter() - t
-        trained, trained_tok = load_model(result.adapter_dir, lora=None)
+        trained, trained_tok = load_trained(result.adapter_dir, start)
         results[run.name] = e.measure(trained, trained_tok)
     results["wall_seconds"] = time.perf_counter() - t0
     results["stage_seconds"] = stages
@@ -128,6 +128,18 @@ def _run_stages(e: Experiment, out: Path, command: str | None) -> dict[str, Any]
     print(e.format_table(results))
     print(f"wrote {' and '.join(str(p) for p in written)} in {results['wall_seconds']:.0f} s")
     return results
+
+
+def load_trained(trained_dir: Path, start: Path) -> tuple[Any, Any]:
+    """What an RL run saved: a full model folder, or a LoRA adapter (``adapter_config.json``) put on ``start``."""
+    from gapo_lite.models import load_model
+
+    if not (Path(trained_dir) / "adapter_config.json").is_file():
+        return load_model(trained_dir, lora=None)
+    from peft import PeftModel
+
+    model, tokenizer = load_model(start, lora=None)
+    return PeftModel.from_pretrained(model, str(trained_dir), is_trainable=False), tokenizer
 
 
 def table(rows: Sequence[tuple[str, Sequence[float]]], columns: Sequence[str], *, width: int = 22, label_width: int = 40) -> str:

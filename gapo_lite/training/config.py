@@ -34,6 +34,7 @@ class TrainConfig:
     lora_alpha: int = 32
     lora_dropout: float = 0.1
     lora_target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+    freeze_embeddings: bool = False  # full fine-tuning (use_lora=False) with the token embeddings fixed, as LoRA leaves them
     # reward and objective
     reward: str = "gapo"
     invalid_reward: float = -1.0

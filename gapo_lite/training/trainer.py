@@ -78,6 +78,15 @@ def resolve_chunk_size(config: TrainConfig, hardware: HardwarePlan, prompt_token
     return Chunking(plan.chunk_size, plan, extras)
 
 
+def freeze_token_embeddings(model: Any) -> None:
+    """Keep the input embeddings (and an output head tied to them) out of training.
+
+    LoRA never trains them; in full fine-tuning Adam gives every embedding row a full-size step even when
+    its gradient is tiny (a token that only meets the softmax's normaliser), so rows of words that RL never
+    samples drift item by item."""
+    model.get_input_embeddings().weight.requires_grad_(False)
+
+
 def load_for_config(config: TrainConfig, hardware: HardwarePlan) -> tuple[Any, Any]:
     """The model and tokenizer ``config`` names, loaded as ``hardware`` decided."""
     from gapo_lite.models import LoraSettings, load_model
@@ -114,6 +123,8 @@ def build_trainer(
     grpo_args(config, config.chunk_size or config.generation_batch_size // hardware.world_size, hardware=hardware)  # TRL's rules, before loading
     if model is None:
         model, tokenizer = load_for_config(config, hardware)
+    if config.freeze_embeddings and not config.use_lora:
+        freeze_token_embeddings(model)
     if tokenizer is None:
         raise ValueError("build_trainer: a tokenizer is required when a model is given")
     ensure_pad_token(tokenizer)

@@ -1,0 +1,170 @@
+"""GAPO on a real instruct LLM on the CPU: SmolLM2-135M-Instruct (recipe ``smollm2_lists``), against the
+GRPO + validity baseline from the same start, measured before and after with the lists suite.
+
+    path=$(bash scripts/get_smollm2.sh)
+    python -m gapo_lite.experiments.smollm2 --out runs/smollm2_raw                               # its own start
+    python -m gapo_lite.experiments.smollm2 --out runs/smollm2_warm --set warmup_steps=24         # warm-up first
+
+SmolLM2 names one list item in only about a third of its replies, far below the validity GAPO needs (see
+"Before you train" in the README). The remedy a user would try is ``warmup_steps > 0``: sample the model
+on TRAINING-category list prompts, keep the replies that name exactly one item, and fine-tune it on those
+items as bare answers. The answer format is taught while the choices stay the model's own (its
+favourites and position habits are kept), so the warmed-up start is still collapsed, just valid more often.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gapo_lite.experiments.runner import Experiment, RLRun, module_main, run_staged, settings_from_args, table
+
+REWARDS = {"gapo": "gapo", "grpo_baseline": "validity"}
+LABELS = {"before": "start", "gapo": "GAPO", "grpo_baseline": "GRPO + validity reward"}
+
+
+def default_model() -> str:
+    """``$SMOLLM2_GGUF``, else where ``scripts/get_smollm2.sh`` puts the file."""
+    cache = os.environ.get("GAPO_LITE_CACHE") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gapo-lite"
+    return os.environ.get("SMOLLM2_GGUF") or str(Path(cache) / "smollm2" / "SmolLM2-135M-Instruct.Q4_1.gguf")
+
+
+@dataclass(frozen=True)
+class SmolSettings:
+    """Sizes of the experiment; the RL runs take the rest of their settings from ``recipes/smollm2_lists.py``."""
+
+    model: str = ""  # "" -> default_model()
+    warmup_steps: int = 0  # 0: RL from the model as it is
+    warmup_prompts: int = 48
+    warmup_samples: int = 8
+    warmup_batch: int = 8
+    warmup_lr: float = 2e-5
+    rl_steps: int = 60
+    runs: tuple[str, ...] = ("gapo", "grpo_baseline")  # which RL runs, from the same start
+    eval_lists: int = 10
+    eval_samples: int = 100
+    eval_temperature: float = 0.7
+    completion_tokens: int = 8  # the recipe's max_completion_length: RL and evaluation read the same text
+    seed: int = 0
+    threads: int = 2
+
+    @classmethod
+    def quick(cls) -> "SmolSettings":
+        return cls(warmup_prompts=4, warmup_samples=2, warmup_batch=2, rl_steps=1, eval_lists=2, eval_samples=4)
+
+
+def own_valid_answers(model: Any, tokenizer: Any, s: SmolSettings) -> tuple[list[tuple[list[dict[str, str]], str]], float]:
+    """(prompt, item) pairs from the model's own replies on training-category lists that name exactly one
+    item, and the share of replies that did."""
+    from gapo_lite.answers import parse_choice
+    from gapo_lite.data import build_list_dataset
+    from gapo_lite.eval.settings import SampleSettings, sample
+
+    rows = build_list_dataset(s.warmup_prompts, split="train", max_items=8, seed=s.seed + 7)
+    settings = SampleSettings(n=s.warmup_samples, temperature=s.eval_temperature, max_new_tokens=s.completion_tokens, batch_size=64, seed=s.seed, progress=True)
+    replies = sample(model, tokenizer, [r["prompt"] for r in rows], settings, seed_offset=7)
+    pairs = [(r["prompt"], choice) for r, texts in zip(rows, replies) for choice in (parse_choice(t, r["items"]) for t in texts) if choice is not None]
+    return pairs, len(pairs) / (len(rows) * s.warmup_samples)
+
+
+def warm_up(model: Any, tokenizer: Any, s: SmolSettings) -> list[float]:
+    """Fine-tune on the model's own valid answers (bare item, then end-of-turn); no-op when ``warmup_steps == 0``."""
+    from gapo_lite.errors import UserError
+    from gapo_lite.supervised import supervised_pretrain
+
+    if s.warmup_steps == 0:
+        return []
+    pairs, share = own_valid_answers(model, tokenizer, s)
+    print(f"      warm-up: {len(pairs)} own valid answers ({share:.2f} of {s.warmup_prompts * s.warmup_samples} replies)")
+    if not pairs:
+        raise UserError("warm-up: the model named exactly one list item in none of its replies; nothing to fine-tune on")
+    return supervised_pretrain(model, tokenizer, lambda rng: rng.choice(pairs), steps=s.warmup_steps, batch_size=s.warmup_batch,
+                               learning_rate=s.warmup_lr, seed=s.seed, desc="warm-up on own valid answers")
+
+
+def measure(model: Any, tokenizer: Any, s: SmolSettings) -> dict[str, Any]:
+    """The lists suite on held-out categories (the paper's protocol) at ``eval_temperature``."""
+    from gapo_lite.eval.lists import run_lists
+    from gapo_lite.eval.settings import SampleSettings
+
+    settings = SampleSettings(n=s.eval_samples, temperature=s.eval_temperature, max_new_tokens=s.completion_tokens, batch_size=64, seed=s.seed)
+    r = run_lists(model, tokenizer, settings, num_lists=s.eval_lists)
+    mean = r["pressure"]["mean"] or {}  # None when no answer was valid
+    invalid = [x["completion"] for x in r["samples"] if x["choice"] is None]
+    return {
+        "heldout_jsd": r["mean_jsd"],
+        "heldout_valid_rate": r["mean_valid_rate"],
+        "heldout_position_tv": r["position_tv"],
+        "heldout_position_shares": r["position_shares"],
+        "pressure": mean.get("pressure", math.nan),
+        "threshold": mean.get("threshold", math.nan),
+        "dominant_share": mean.get("dominant_share", math.nan),
+        "verdict": r["pressure"]["verdict"],
+        "invalid_examples": invalid[:: max(1, len(invalid) // 12)][:12],
+    }
+
+
+def rl_config(s: SmolSettings, start: Path, out: Path, run: RLRun):
+    """The recipe's config from ``start``, with this run's reward and ``rl_steps``."""
+    import dataclasses
+
+    from gapo_lite.training.recipes import load_recipe
+
+    base = load_recipe("smollm2_lists")
+    return dataclasses.replace(base, model=str(start), reward=REWARDS[run.name], max_steps=s.rl_steps, save_steps=max(1, s.rl_steps // 2),
+                               save_total_limit=1, max_completion_length=s.completion_tokens, output_dir=str(out), seed=s.seed, data_seed=s.seed)
+
+
+ROWS = (("heldout_valid_rate", "held-out valid rate"), ("heldout_jsd", "held-out JSD"), ("heldout_position_tv", "position bias (TV)"),
+        ("dominant_share", "dominant share per prompt"), ("pressure", "mode pressure (< 0: GAPO spreads)"), ("threshold", "validity threshold"))
+
+
+def format_table(results: dict[str, Any]) -> str:
+    """Start / GAPO / baseline side by side (held-out lists, T = eval_temperature)."""
+    names = [n for n in LABELS if isinstance(results.get(n), dict) and "heldout_jsd" in results[n]]
+    return table([(label, [results[n][key] for n in names]) for key, label in ROWS], [LABELS[n] for n in names], width=26, label_width=36)
+
+
+def run(out_dir: str | Path, s: SmolSettings, command: str | None = None) -> dict[str, Any]:
+    """Every stage: convert (once) and load the GGUF, warm up (optional), measure, GAPO and baseline, measure."""
+    from gapo_lite.errors import UserError
+    from gapo_lite.models import check_model_path
+
+    unknown = [name for name in s.runs if name not in REWARDS]
+    if unknown or not s.runs:
+        raise UserError(f"runs must name some of {list(REWARDS)}, got {list(s.runs)}")
+
+    def build(_: Path) -> Path:
+        path = s.model or default_model()
+        if not Path(path).expanduser().exists():
+            from gapo_lite.errors import UserFileNotFoundError
+
+            raise UserFileNotFoundError(f"SmolLM2 not found at {path}; fetch it with `bash scripts/get_smollm2.sh` (or --set model=PATH)")
+        return Path(check_model_path(path))
+
+    def on_start(results: dict[str, Any]) -> dict[str, Any]:
+        print(f"      start (held-out, T={s.eval_temperature:g}): {results['before']['verdict']}")
+        return {}
+
+    experiment = Experiment(
+        settings=s, build_model=build, pretrain=lambda model, tok: warm_up(model, tok, s),
+        runs=[RLRun(name, LABELS[name]) for name in s.runs], rl_config=lambda start, out, r: rl_config(s, start, out, r),
+        measure=lambda model, tok: measure(model, tok, s), format_table=format_table,
+        pretrain_message=f"loading SmolLM2-135M-Instruct{'' if s.warmup_steps == 0 else f' and warming it up ({s.warmup_steps} steps on its own valid answers)'}",
+        run_message=" (LoRA, training categories)", on_start=on_start,
+    )
+    return run_staged(experiment, out_dir, command=command)
+
+
+def main(argv: list[str] | None = None) -> int:
+    def go(args: Any) -> int:
+        run(args.out, settings_from_args(SmolSettings, args), command=args.command)
+        return 0
+
+    return module_main("python -m gapo_lite.experiments.smollm2", "GAPO vs the validity baseline on SmolLM2-135M-Instruct (CPU)", "runs/smollm2", go, argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

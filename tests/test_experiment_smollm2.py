@@ -1,0 +1,98 @@
+"""The SmolLM2 experiment's parts (warm-up data, table, RL config) and the runner's adapter loading, on
+hand-made replies and the tiny model. The real-model run itself is the slow test in test_smollm2.py."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gapo_lite.experiments import smollm2
+from gapo_lite.experiments.runner import RLRun
+
+
+def test_own_valid_answers_keeps_replies_that_name_exactly_one_item(monkeypatch):
+    import gapo_lite.eval.settings as settings_module
+    from gapo_lite.data import build_list_dataset
+
+    s = smollm2.SmolSettings(warmup_prompts=3, warmup_samples=4)
+    data = build_list_dataset(3, split="train", max_items=8, seed=s.seed + 7)
+
+    def fake_sample(model, tokenizer, prompts, settings, n=None, seed_offset=0):
+        assert prompts == [r["prompt"] for r in data] and settings.n == 4 and settings.max_new_tokens == s.completion_tokens
+        return [[r["items"][0], f"I pick {r['items'][1]}.", f"{r['items'][0]}, {r['items'][1]}", "Qwertyuiop"] for r in data]
+
+    monkeypatch.setattr(settings_module, "sample", fake_sample)
+    pairs, share = smollm2.own_valid_answers(None, None, s)
+    assert share == pytest.approx(6 / 12)  # a bare item and "I pick X." name one item; a pair and a non-item do not
+    assert [a for _, a in pairs] == [x for r in data for x in (r["items"][0], r["items"][1])]
+    assert [p for p, _ in pairs][::2] == [r["prompt"] for r in data]
+
+
+def test_warm_up_is_a_no_op_at_zero_steps_and_refuses_an_empty_answer_set(monkeypatch):
+    from gapo_lite.errors import UserError
+
+    assert smollm2.warm_up(None, None, smollm2.SmolSettings(warmup_steps=0)) == []
+    monkeypatch.setattr(smollm2, "own_valid_answers", lambda model, tok, s: ([], 0.0))
+    with pytest.raises(UserError, match="none of its replies"):
+        smollm2.warm_up(None, None, smollm2.SmolSettings(warmup_steps=3))
+
+
+def test_rl_config_is_the_recipe_with_this_runs_reward_and_length(tmp_path):
+    from gapo_lite.training.recipes import load_recipe
+
+    recipe = load_recipe("smollm2_lists")
+    s = smollm2.SmolSettings(rl_steps=7, seed=3)
+    gapo = smollm2.rl_config(s, tmp_path / "start", tmp_path / "out", RLRun("gapo", "GAPO"))
+    base = smollm2.rl_config(s, tmp_path / "start", tmp_path / "out2", RLRun("grpo_baseline", "baseline"))
+    assert (gapo.reward, base.reward) == ("gapo", "validity")
+    assert gapo.model == str(tmp_path / "start") and gapo.max_steps == 7 and gapo.seed == 3
+    assert (gapo.use_lora, gapo.lora_r, gapo.learning_rate, gapo.num_generations) == (recipe.use_lora, recipe.lora_r, recipe.learning_rate, recipe.num_generations)
+    assert gapo.max_completion_length == s.completion_tokens
+
+
+def test_table_shows_each_model_column_and_row():
+    row = {"heldout_valid_rate": 0.31, "heldout_jsd": 0.2, "heldout_position_tv": 0.18, "dominant_share": 0.6, "pressure": 1.09, "threshold": 0.938}
+    results = {"before": row, "gapo": {**row, "heldout_valid_rate": 0.5}, "grpo_baseline": {**row, "pressure": -0.5}}
+    lines = smollm2.format_table(results).splitlines()
+    assert lines[0].split()[1:] == ["start", "GAPO", "GRPO", "+", "validity", "reward"]
+    valid = next(line for line in lines if line.startswith("held-out valid rate"))
+    assert [float(x) for x in valid.split()[-3:]] == [0.31, 0.5, 0.31]
+    pressure = next(line for line in lines if line.startswith("mode pressure"))
+    assert [float(x) for x in pressure.split()[-3:]] == [1.09, 1.09, -0.5]
+
+
+def test_missing_model_is_a_clear_error(tmp_path):
+    from gapo_lite.errors import UserFileNotFoundError
+
+    with pytest.raises(UserFileNotFoundError, match="get_smollm2.sh"):
+        smollm2.run(tmp_path / "out", smollm2.SmolSettings(model=str(tmp_path / "nope.gguf")))
+
+
+def test_load_trained_puts_a_lora_adapter_on_the_start(tiny_model_path, tmp_path):
+    import torch
+
+    from gapo_lite.experiments.runner import load_trained
+    from gapo_lite.models import LoraSettings, load_model
+
+    model, tok = load_model(tiny_model_path, lora=LoraSettings(r=4, alpha=8, dropout=0.0, target_modules=("q_proj", "v_proj")))
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(std=0.5)  # a non-zero adapter, so that it changes the output
+    model.save_pretrained(tmp_path / "adapter")
+    ids = tok("Cat Dog Owl", return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        want = model(input_ids=ids).logits
+    loaded, _ = load_trained(tmp_path / "adapter", Path(tiny_model_path))
+    plain, _ = load_trained(Path(tiny_model_path), Path(tiny_model_path))
+    with torch.no_grad():
+        got, base = loaded(input_ids=ids).logits, plain(input_ids=ids).logits
+    assert torch.allclose(got, want, atol=1e-5)
+    assert not torch.allclose(base, want, atol=1e-3)
+
+
+def test_unknown_run_names_are_refused(tmp_path):
+    from gapo_lite.errors import UserError
+
+    with pytest.raises(UserError, match="runs must name"):
+        smollm2.run(tmp_path / "out", smollm2.SmolSettings(runs=("gapo", "ppo")))
