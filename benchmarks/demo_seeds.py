@@ -2,6 +2,7 @@
 
     python benchmarks/demo_seeds.py                   # seeds 0 1 2, default demo settings (~30 min on 2 cores)
     python benchmarks/demo_seeds.py --seeds 0 --quick # smoke run
+    python benchmarks/demo_seeds.py --set first_share=0.85 --out runs/demo_seeds_085   # another setting on every seed
 """
 from __future__ import annotations
 
@@ -43,8 +44,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--out", default="runs/demo_seeds")
     parser.add_argument("--quick", action="store_true", help="tiny sizes: checks the script, not the method")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="override a demo setting on every seed")
     args = parser.parse_args(argv)
-    base = DemoSettings.quick() if args.quick else DemoSettings()
+    from gapo_lite.overrides import apply_overrides
+
+    base = apply_overrides(DemoSettings.quick() if args.quick else DemoSettings(), args.overrides, what="demo setting")
     results: dict[int, dict[str, Any]] = {}
     for seed in args.seeds:
         out = Path(args.out) / f"seed{seed}"

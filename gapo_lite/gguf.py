@@ -53,9 +53,18 @@ def fix_special_tokens(tokenizer: Any, config: Any) -> list[str]:
     return changed
 
 
+def cache_dir() -> Path:
+    """The kit's cache folder: ``$GAPO_LITE_CACHE``, else ``$XDG_CACHE_HOME/gapo-lite`` (default ``~/.cache/gapo-lite``)."""
+    return Path(os.environ.get("GAPO_LITE_CACHE") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gapo-lite")
+
+
+def smollm2_path() -> str:
+    """``$SMOLLM2_GGUF``, else where ``scripts/get_smollm2.sh`` puts SmolLM2-135M-Instruct's GGUF file."""
+    return os.environ.get("SMOLLM2_GGUF") or str(cache_dir() / "smollm2" / "SmolLM2-135M-Instruct.Q4_1.gguf")
+
+
 def _cache_root() -> Path:
-    root = os.environ.get("GAPO_LITE_CACHE") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gapo-lite"
-    return Path(root) / "gguf"
+    return cache_dir() / "gguf"
 
 
 def default_checkpoint_dir(gguf_path: str | Path) -> Path:

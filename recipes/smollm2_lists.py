@@ -8,13 +8,10 @@ cores: 2 prompts x 8 completions per step, 8 new tokens, LoRA r=16 on the seven 
 per step. The model starts far from valid (about a third of its list answers name one item), so watch the
 valid rate and the mode-pressure diagnostic before reading anything into the diversity figures.
 """
-import os
-from pathlib import Path
-
+from gapo_lite.gguf import smollm2_path
 from gapo_lite.training import TrainConfig, train
 
-CACHE = Path(os.environ.get("GAPO_LITE_CACHE") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gapo-lite")
-MODEL = os.environ.get("SMOLLM2_GGUF") or str(CACHE / "smollm2" / "SmolLM2-135M-Instruct.Q4_1.gguf")  # where get_smollm2.sh puts it
+MODEL = smollm2_path()  # $SMOLLM2_GGUF, else where scripts/get_smollm2.sh puts it
 
 config = TrainConfig(
     model=MODEL,

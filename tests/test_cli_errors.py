@@ -35,7 +35,7 @@ def one_error_line(capsys, command: str) -> str:
         (["eval", "--model", "/no/such/model", "--out", "unused"], "--model '/no/such/model' does not exist"),
         (["eval", "--model", "m", "--out", "unused", "--suite", "lists,poetry"], "unknown suite(s) ['poetry']"),
         (["eval", "--model", "nosuchmodel", "--out", "o", "--suite", "lists", "--n", "1"], "could not load model 'nosuchmodel'"),
-        (["train", "--recipe", "tiny_lists", "--set", "model=nosuch/hubmodel"], "could not load model 'nosuch/hubmodel'"),
+        (["train", "--recipe", "qwen7b_lists", "--set", "model=nosuch/hubmodel"], "could not load model 'nosuch/hubmodel'"),
         (["eval", "--model", "m"], "the following arguments are required: --out"),
         (["demo", "--set", "bogus=1"], "unknown demo setting 'bogus'"),
         (["demo", "--set", "rl_steps=many"], "bad value for rl_steps: 'many'"),

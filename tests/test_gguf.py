@@ -163,3 +163,19 @@ def test_lora_targets_name_the_linear_layers_when_none_match(tiny_gguf):
     assert lora_targets(model, ("q_proj", "c_attn")) == ["q_proj"]
     with pytest.raises(ValueError, match=r"c_attn.*linear layers are named .*'down_proj'.*'lm_head'"):
         lora_targets(model, ("c_attn",), "tiny")
+
+
+def test_smollm2_path_is_where_the_fetch_script_puts_the_file(monkeypatch, tmp_path):
+    import re
+    from pathlib import Path
+
+    from gapo_lite.gguf import smollm2_path
+
+    script = (Path(__file__).resolve().parents[1] / "scripts" / "get_smollm2.sh").read_text()
+    name = re.search(r"^NAME=(\S+)$", script, re.M).group(1)
+    assert re.search(r'^DEST="\$CACHE/smollm2"$', script, re.M), "the script's destination changed; update gapo_lite.gguf.smollm2_path"
+    monkeypatch.delenv("SMOLLM2_GGUF", raising=False)
+    monkeypatch.setenv("GAPO_LITE_CACHE", str(tmp_path))
+    assert smollm2_path() == str(tmp_path / "smollm2" / name)
+    monkeypatch.setenv("SMOLLM2_GGUF", "/somewhere/else.gguf")
+    assert smollm2_path() == "/somewhere/else.gguf"

@@ -14,7 +14,6 @@ favourites and position habits are kept), so the warmed-up start is still collap
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,17 +24,11 @@ REWARDS = {"gapo": "gapo", "grpo_baseline": "validity"}
 LABELS = {"before": "start", "gapo": "GAPO", "grpo_baseline": "GRPO + validity reward"}
 
 
-def default_model() -> str:
-    """``$SMOLLM2_GGUF``, else where ``scripts/get_smollm2.sh`` puts the file."""
-    cache = os.environ.get("GAPO_LITE_CACHE") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gapo-lite"
-    return os.environ.get("SMOLLM2_GGUF") or str(Path(cache) / "smollm2" / "SmolLM2-135M-Instruct.Q4_1.gguf")
-
-
 @dataclass(frozen=True)
 class SmolSettings:
     """Sizes of the experiment; the RL runs take the rest of their settings from ``recipes/smollm2_lists.py``."""
 
-    model: str = ""  # "" -> default_model()
+    model: str = ""  # "" -> gapo_lite.gguf.smollm2_path(): $SMOLLM2_GGUF or where scripts/get_smollm2.sh puts it
     warmup_steps: int = 0  # 0: RL from the model as it is
     warmup_prompts: int = 48
     warmup_samples: int = 8
@@ -130,6 +123,7 @@ def format_table(results: dict[str, Any]) -> str:
 def run(out_dir: str | Path, s: SmolSettings, command: str | None = None) -> dict[str, Any]:
     """Every stage: convert (once) and load the GGUF, warm up (optional), measure, GAPO and baseline, measure."""
     from gapo_lite.errors import UserError
+    from gapo_lite.gguf import smollm2_path
     from gapo_lite.models import check_model_path
 
     unknown = [name for name in s.runs if name not in REWARDS]
@@ -137,7 +131,7 @@ def run(out_dir: str | Path, s: SmolSettings, command: str | None = None) -> dic
         raise UserError(f"runs must name some of {list(REWARDS)}, got {list(s.runs)}")
 
     def build(_: Path) -> Path:
-        path = s.model or default_model()
+        path = s.model or smollm2_path()
         if not Path(path).expanduser().exists():
             from gapo_lite.errors import UserFileNotFoundError
 
