@@ -32,7 +32,6 @@ def measure(model: Any, tokenizer: Any, s: Any) -> dict[str, Any]:
     return {**main, **{f"temperature_{k[1:]}": v for k, v in out.items()}}
 
 
-
 def rl_config(s: Any, start: Path, out: Path, reward: str, invalid_reward: float = -1.0, freeze_embeddings: bool = False):
     """The RL run's TrainConfig: full fine-tuning of the tiny model on training categories, G completions per
     prompt (``freeze_embeddings``: the token embeddings stay fixed, as LoRA leaves them)."""

@@ -122,7 +122,7 @@ def format_table(results: dict[str, Any]) -> str:
 
 def run(out_dir: str | Path, s: SmolSettings, command: str | None = None) -> dict[str, Any]:
     """Every stage: convert (once) and load the GGUF, warm up (optional), measure, GAPO and baseline, measure."""
-    from gapo_lite.errors import UserError
+    from gapo_lite.errors import UserError, UserFileNotFoundError
     from gapo_lite.gguf import smollm2_path
     from gapo_lite.models import check_model_path
 
@@ -133,8 +133,6 @@ def run(out_dir: str | Path, s: SmolSettings, command: str | None = None) -> dic
     def build(_: Path) -> Path:
         path = s.model or smollm2_path()
         if not Path(path).expanduser().exists():
-            from gapo_lite.errors import UserFileNotFoundError
-
             raise UserFileNotFoundError(f"SmolLM2 not found at {path}; fetch it with `bash scripts/get_smollm2.sh` (or --set model=PATH)")
         return Path(check_model_path(path))
 

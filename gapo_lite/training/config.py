@@ -166,5 +166,3 @@ class TrainConfig:
         from gapo_lite.overrides import apply_overrides
 
         return apply_overrides(self, assignments, what="TrainConfig key")
-
-
