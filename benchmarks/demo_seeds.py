@@ -2,7 +2,7 @@
 
     python benchmarks/demo_seeds.py                   # seeds 0 1 2, default demo settings (~30 min on 2 cores)
     python benchmarks/demo_seeds.py --seeds 0 --quick # smoke run
-    python benchmarks/demo_seeds.py --set first_share=0.85 --out runs/demo_seeds_085   # another setting on every seed
+    python benchmarks/demo_seeds.py --set copy_steps=2000 --set first_share=0.8 --out runs/demo_seeds_prev   # the previous recipe on every seed
 """
 from __future__ import annotations
 
