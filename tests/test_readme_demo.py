@@ -70,3 +70,12 @@ def test_readme_shows_the_raw_smollm2_table_as_printed():
     recorded = json.loads((ROOT / "docs" / "smollm2_raw.json").read_text())
     assert smollm2_table(recorded) in README
     assert recorded["settings"]["warmup_steps"] == 0 and recorded["settings"]["rl_steps"] == 40 and list(recorded["settings"]["runs"]) == ["gapo"]
+
+
+def test_readme_shows_the_long_smollm2_table_as_printed():
+    from gapo_lite.experiments.smollm2 import format_table as smollm2_table
+
+    recorded = json.loads((ROOT / "docs" / "smollm2_long.json").read_text())
+    assert smollm2_table(recorded) in README
+    assert recorded["settings"]["warmup_steps"] == 24 and recorded["settings"]["rl_steps"] == 360  # the command the README names
+    assert list(recorded["settings"]["runs"]) == ["gapo", "grpo_baseline"]
