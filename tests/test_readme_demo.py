@@ -3,6 +3,8 @@ import importlib.util
 import json
 from pathlib import Path
 
+import pytest
+
 from gapo_lite.demo import format_table, targets
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,26 +58,15 @@ def test_readme_shows_the_regime_table_as_printed():
     assert recorded["prediction_right"] == sum(r["right"] for r in recorded["rows"])
 
 
-def test_readme_shows_the_smollm2_table_as_printed():
+@pytest.mark.parametrize(
+    ("recorded_file", "warmup_steps", "rl_steps", "runs"),
+    [("smollm2_warm.json", 24, 60, ["gapo", "grpo_baseline"]), ("smollm2_raw.json", 0, 40, ["gapo"]),
+     ("smollm2_long.json", 24, 360, ["gapo", "grpo_baseline"])],
+)
+def test_readme_shows_each_smollm2_table_as_printed(recorded_file, warmup_steps, rl_steps, runs):
     from gapo_lite.experiments.smollm2 import format_table as smollm2_table
 
-    recorded = json.loads((ROOT / "docs" / "smollm2_warm.json").read_text())
+    recorded = json.loads((ROOT / "docs" / recorded_file).read_text())
     assert smollm2_table(recorded) in README
-    assert recorded["settings"]["warmup_steps"] == 24 and recorded["settings"]["rl_steps"] == 60  # the command the README names
-
-
-def test_readme_shows_the_raw_smollm2_table_as_printed():
-    from gapo_lite.experiments.smollm2 import format_table as smollm2_table
-
-    recorded = json.loads((ROOT / "docs" / "smollm2_raw.json").read_text())
-    assert smollm2_table(recorded) in README
-    assert recorded["settings"]["warmup_steps"] == 0 and recorded["settings"]["rl_steps"] == 40 and list(recorded["settings"]["runs"]) == ["gapo"]
-
-
-def test_readme_shows_the_long_smollm2_table_as_printed():
-    from gapo_lite.experiments.smollm2 import format_table as smollm2_table
-
-    recorded = json.loads((ROOT / "docs" / "smollm2_long.json").read_text())
-    assert smollm2_table(recorded) in README
-    assert recorded["settings"]["warmup_steps"] == 24 and recorded["settings"]["rl_steps"] == 360  # the command the README names
-    assert list(recorded["settings"]["runs"]) == ["gapo", "grpo_baseline"]
+    settings = recorded["settings"]  # the command the README names
+    assert (settings["warmup_steps"], settings["rl_steps"], list(settings["runs"])) == (warmup_steps, rl_steps, runs)
