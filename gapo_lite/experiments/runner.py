@@ -56,9 +56,9 @@ class Experiment:
 def torch_threads(n: int) -> Iterator[None]:
     """Run with ``n`` torch threads, then restore the previous count.
 
-    The experiments use 1: their matrices are tiny, so a second thread mostly waits on the first, and on a
-    shared 2-core machine two threads ran slower per step than one (thread hand-offs stall whenever another
-    process holds a core).
+    The demo uses 2: on an idle 2-core machine two threads took 0.71x the time per copy step and 0.73x per
+    GAPO step (``benchmarks/threads.py``). The other experiments keep 1, the count their recorded runs used;
+    on a busy machine a second thread stalls whenever another process holds its core.
     """
     import torch
 

@@ -1,0 +1,87 @@
+"""Torch threads for the demo: seconds per copy step and per GAPO step of the demo's tiny model with one
+and with two threads, alternating in one process; the median per setting and the ratio to one thread.
+
+    python benchmarks/threads.py [--copy-steps 60] [--rl-steps 24] [--rounds 2] [--threads 1 2]
+
+Run it on an otherwise idle machine: a thread that has to wait for a core another process holds stalls
+the other one, so on a busy machine more threads can be slower.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+
+def copy_step_seconds(model, tok, settings, steps: int, seed: int) -> float:
+    """Seconds per step of the demo's copy phase (``pretrain_collapsed`` with a uniform target)."""
+    from gapo_lite.pretrain import pretrain_collapsed
+
+    t = time.perf_counter()
+    pretrain_collapsed(model, tok, copy_steps=steps, steps=0, batch_size=settings.pretrain_batch, copy_learning_rate=settings.copy_lr,
+                       mixed_share=settings.mixed_share, lm_on_items=settings.lm_on_items, seed=seed, progress=False)
+    return (time.perf_counter() - t) / steps
+
+
+def rl_step_seconds(settings, start: Path, out: Path, steps: int) -> float:
+    """Median seconds per GAPO step of the demo's RL run (TRL's ``step_time``; the first two steps dropped)."""
+    from gapo_lite.experiments.lists import rl_config
+    from gapo_lite.training import train
+
+    config = rl_config(dataclasses.replace(settings, rl_steps=steps), start, out, "gapo", freeze_embeddings=settings.rl_freeze_embeddings)
+    result = train(dataclasses.replace(config, save_steps=10 * steps))
+    times = [row["step_time"] for row in result.log_history if "step_time" in row][2:]
+    if not times:
+        raise RuntimeError(f"no step_time in the log of {out}; run more than 2 RL steps")
+    return statistics.median(times)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from gapo_lite.demo import DemoSettings
+    from gapo_lite.experiments import torch_threads
+    from gapo_lite.models import load_model
+    from gapo_lite.tiny import build_tiny_model
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--copy-steps", type=int, default=60)
+    parser.add_argument("--rl-steps", type=int, default=24)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    args = parser.parse_args(argv)
+    if args.copy_steps < 1 or args.rl_steps < 3 or args.rounds < 1:
+        parser.error("need --copy-steps >= 1, --rl-steps >= 3 and --rounds >= 1")
+
+    s = DemoSettings()
+    copy: dict[int, list[float]] = {n: [] for n in args.threads}
+    rl: dict[int, list[float]] = {n: [] for n in args.threads}
+    with tempfile.TemporaryDirectory() as tmp:
+        base = build_tiny_model(Path(tmp) / "base", hidden_size=s.hidden_size, num_layers=s.num_layers, num_heads=s.num_heads,
+                                num_kv_heads=s.num_heads, seed=s.seed, embedding_std=s.embedding_std)
+        model, tok = load_model(base, lora=None)
+        for r in range(args.rounds):
+            for n in args.threads:
+                with torch_threads(n):
+                    copy[n].append(copy_step_seconds(model, tok, s, args.copy_steps, seed=r))
+        start = Path(tmp) / "start"
+        model.save_pretrained(start)
+        tok.save_pretrained(start)
+        for r in range(args.rounds):
+            for n in args.threads:
+                with torch_threads(n):
+                    rl[n].append(rl_step_seconds(s, start, Path(tmp) / f"rl_{n}_{r}", args.rl_steps))
+
+    first = args.threads[0]
+    print(f"\nseconds per step, median of {args.rounds} alternating rounds (copy: {args.copy_steps} steps of batch {s.pretrain_batch}; "
+          f"GAPO: {args.rl_steps} steps of {s.prompts_per_step} x {s.num_generations})")
+    print(f"{'threads':>8s}{'copy step':>12s}{'ratio':>8s}{'GAPO step':>12s}{'ratio':>8s}")
+    for n in args.threads:
+        c, g = statistics.median(copy[n]), statistics.median(rl[n])
+        print(f"{n:>8d}{c:12.3f}{c / statistics.median(copy[first]):8.2f}{g:12.3f}{g / statistics.median(rl[first]):8.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
