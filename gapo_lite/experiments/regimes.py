@@ -2,7 +2,7 @@
 
 Tiny models are pretrained to a grid of starting points: a short, medium and long copy phase (how often the
 model answers an item of the list at all: its valid rate) times three degrees of collapse onto the first item
-(its dominant share). GAPO runs from each (the demo's RL settings, 150 instead of 350 steps so the map fits in
+(its dominant share). GAPO runs from each (the demo's RL settings, 150 instead of 250 steps so the map fits in
 about 25 minutes), and, on one axis the paper leaves open,
 with ``invalid_reward = 0`` instead of -1 from the starts of the middle collapse level. Every start is read with
 :mod:`gapo_lite.diagnostics` before RL; after RL, held-out and training JSD say what GAPO actually did.
