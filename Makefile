@@ -37,7 +37,7 @@ bench: $(STAMP)  ## every benchmark the README lists
 	$(BIN)/python benchmarks/memory.py
 	$(BIN)/python benchmarks/semantic_overhead.py
 	$(BIN)/python benchmarks/threads.py  # the demo: one vs two torch threads
-	$(BIN)/python benchmarks/demo_seeds.py  # ~22 min: the demo on seeds 0, 1, 2
+	$(BIN)/python benchmarks/demo_seeds.py  # ~19 min: the demo on seeds 0, 1, 2
 
 clean:
 	rm -rf $(VENV) runs unsloth_compiled_cache .pytest_cache

@@ -1,8 +1,8 @@
 """The demo on several seeds: per-seed held-out figures at T = 0.7, their mean +- sd, and which targets held.
 
-    python benchmarks/demo_seeds.py                   # seeds 0 1 2, default demo settings (~22 min on 2 cores)
+    python benchmarks/demo_seeds.py                   # seeds 0 1 2, default demo settings (~19 min on 2 cores)
     python benchmarks/demo_seeds.py --seeds 0 --quick # smoke run
-    python benchmarks/demo_seeds.py --set copy_steps=2000 --set first_share=0.8 --out runs/demo_seeds_prev   # the previous recipe on every seed
+    python benchmarks/demo_seeds.py --set copy_steps=2000 --set first_share=0.8 --set rl_steps=350 --set threads=1 --out runs/demo_seeds_prev   # an earlier recipe
 """
 from __future__ import annotations
 
