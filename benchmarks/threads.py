@@ -40,10 +40,9 @@ def rl_step_seconds(settings, start: Path, out: Path, steps: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from gapo_lite.demo import DemoSettings
+    from gapo_lite.demo import DemoSettings, build_demo_model
     from gapo_lite.experiments import torch_threads
     from gapo_lite.models import load_model
-    from gapo_lite.tiny import build_tiny_model
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--copy-steps", type=int, default=60)
@@ -58,9 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     copy: dict[int, list[float]] = {n: [] for n in args.threads}
     rl: dict[int, list[float]] = {n: [] for n in args.threads}
     with tempfile.TemporaryDirectory() as tmp:
-        base = build_tiny_model(Path(tmp) / "base", hidden_size=s.hidden_size, num_layers=s.num_layers, num_heads=s.num_heads,
-                                num_kv_heads=s.num_heads, seed=s.seed, embedding_std=s.embedding_std)
-        model, tok = load_model(base, lora=None)
+        model, tok = load_model(build_demo_model(Path(tmp) / "base", s), lora=None)
         for r in range(args.rounds):
             for n in args.threads:
                 with torch_threads(n):

@@ -70,17 +70,20 @@ def start_line(before: dict[str, Any], temperature: float) -> str:
 REWARDS = {"gapo": "gapo", "grpo_baseline": "validity"}
 
 
+def build_demo_model(path: Path, s: DemoSettings) -> Path:
+    """The demo's untrained tiny Qwen2 (sizes, seed and embedding scale from ``s``), saved to ``path``."""
+    from gapo_lite.tiny import build_tiny_model
+
+    return build_tiny_model(path, hidden_size=s.hidden_size, num_layers=s.num_layers, num_heads=s.num_heads, num_kv_heads=s.num_heads,
+                            seed=s.seed, embedding_std=s.embedding_std)
+
+
 def run_demo(out_dir: str | Path = "runs/demo", settings: DemoSettings | None = None, command: str | None = None) -> dict[str, Any]:
     """Run every stage (on the experiments' staged runner), print the table, write ``results.json``, ``choices.png`` and ``curves.png``."""
     from gapo_lite.experiments.runner import Experiment, RLRun, run_staged
     from gapo_lite.pretrain import pretrain_collapsed
-    from gapo_lite.tiny import build_tiny_model
 
     s = settings or DemoSettings()
-
-    def build(path: Path) -> Path:
-        return build_tiny_model(path, hidden_size=s.hidden_size, num_layers=s.num_layers, num_heads=s.num_heads, num_kv_heads=s.num_heads,
-                                seed=s.seed, embedding_std=s.embedding_std)
 
     def pretrain(model: Any, tok: Any) -> list[float]:
         return pretrain_collapsed(model, tok, copy_steps=s.copy_steps, copy_learning_rate=s.copy_lr, steps=s.pretrain_steps, batch_size=s.pretrain_batch,
@@ -93,7 +96,7 @@ def run_demo(out_dir: str | Path = "runs/demo", settings: DemoSettings | None = 
 
     experiment = Experiment(
         settings=s,
-        build_model=build,
+        build_model=lambda path: build_demo_model(path, s),
         pretrain=pretrain,
         runs=[RLRun(name, LABELS[name]) for name in REWARDS],
         rl_config=lambda start, out, run: rl_config(s, start, out, REWARDS[run.name], freeze_embeddings=s.rl_freeze_embeddings),
