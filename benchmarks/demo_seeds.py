@@ -38,7 +38,7 @@ def seed_table(results: dict[int, dict[str, Any]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from gapo_lite.demo import DemoSettings, run_demo
+    from gapo_lite.lab.demo import DemoSettings, run_demo
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])

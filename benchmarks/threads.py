@@ -18,7 +18,7 @@ from pathlib import Path
 
 def copy_step_seconds(model, tok, settings, steps: int, seed: int) -> float:
     """Seconds per step of the demo's copy phase (``pretrain_collapsed`` with a uniform target)."""
-    from gapo_lite.pretrain import pretrain_collapsed
+    from gapo_lite.lab.pretrain import pretrain_collapsed
 
     t = time.perf_counter()
     pretrain_collapsed(model, tok, copy_steps=steps, steps=0, batch_size=settings.pretrain_batch, copy_learning_rate=settings.copy_lr,
@@ -28,7 +28,7 @@ def copy_step_seconds(model, tok, settings, steps: int, seed: int) -> float:
 
 def rl_step_seconds(settings, start: Path, out: Path, steps: int) -> float:
     """Median seconds per GAPO step of the demo's RL run (TRL's ``step_time``; the first two steps dropped)."""
-    from gapo_lite.experiments.lists import rl_config
+    from gapo_lite.lab.lists import rl_config
     from gapo_lite.training import train
 
     config = rl_config(dataclasses.replace(settings, rl_steps=steps), start, out, "gapo", freeze_embeddings=settings.rl_freeze_embeddings)
@@ -40,8 +40,8 @@ def rl_step_seconds(settings, start: Path, out: Path, steps: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from gapo_lite.demo import DemoSettings, build_demo_model
-    from gapo_lite.experiments import torch_threads
+    from gapo_lite.lab.demo import DemoSettings, build_demo_model
+    from gapo_lite.lab import torch_threads
     from gapo_lite.models import load_model
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

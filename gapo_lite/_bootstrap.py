@@ -31,6 +31,35 @@ def cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
+def cpu_bf16_native() -> bool:
+    """True when this CPU computes bf16 matrix products in hardware (AVX512-BF16 or AMX), where
+    ``torch.autocast("cpu", dtype=torch.bfloat16)`` is faster than fp32; elsewhere bf16 is emulated and slower."""
+    import torch
+
+    cpu = getattr(torch, "cpu", None)
+    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    return any(bool(getattr(cpu, name, lambda: False)()) for name in checks)
+
+
+PRECISION_ENV = "GAPO_LITE_CPU_PRECISION"
+
+
+def cpu_precision(requested: str = "auto") -> str:
+    """The CPU's compute precision: ``"bf16"`` (autocast, weights kept in fp32) where the CPU has native bf16,
+    else ``"fp32"``. ``requested`` (or ``$GAPO_LITE_CPU_PRECISION`` when ``"auto"``) forces one: ``"fp32"``
+    reproduces a full-precision run; ``"bf16"`` on a CPU without it is refused (it would be several times slower)."""
+    if requested == "auto":
+        requested = os.environ.get(PRECISION_ENV, "auto").lower()
+    if requested not in ("auto", "bf16", "fp32"):
+        raise ValueError(f"CPU precision must be 'auto', 'bf16' or 'fp32', got {requested!r}")
+    if requested == "fp32":
+        return "fp32"
+    native = cpu_bf16_native()
+    if requested == "bf16" and not native:
+        raise ValueError("precision 'bf16' asked for, but this CPU has no native bf16 (AVX512-BF16 / AMX); use 'fp32' or 'auto'")
+    return "bf16" if native else "fp32"
+
+
 def choose_backend(requested: str, cuda: bool, has_unsloth: bool) -> tuple[str, str]:
     """The concrete backend for ``requested`` ("auto", "unsloth", "transformers") and why."""
     if requested == "auto":

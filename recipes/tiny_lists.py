@@ -7,7 +7,7 @@ answers. `make demo` is the meaningful CPU experiment (a collapsed model made di
 """
 from pathlib import Path
 
-from gapo_lite.tiny import build_tiny_model
+from gapo_lite.lab.tiny import build_tiny_model
 from gapo_lite.training import TrainConfig, train
 
 MODEL_DIR = Path("runs/tiny_model")

@@ -535,7 +535,7 @@ CPU_CELLS: list[Cell] = [
     code(
         """
         import dataclasses
-        from gapo_lite.demo import DemoSettings, run_demo
+        from gapo_lite.lab.demo import DemoSettings, run_demo
 
         settings = DemoSettings.quick() if QUICK else DemoSettings()
         print(settings)
@@ -551,7 +551,7 @@ CPU_CELLS: list[Cell] = [
     ),
     code(
         """
-        from gapo_lite.demo import format_table
+        from gapo_lite.lab.demo import format_table
 
         print(format_table(results))
         print()
@@ -584,7 +584,7 @@ CPU_CELLS: list[Cell] = [
         import math
         import matplotlib.pyplot as plt
         import numpy as np
-        from gapo_lite.demo import LABELS, MODELS
+        from gapo_lite.lab.demo import LABELS, MODELS
 
         temperatures = list(results["settings"]["eval_temperatures"])
 

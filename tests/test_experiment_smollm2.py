@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gapo_lite.experiments import smollm2
-from gapo_lite.experiments.runner import RLRun
+from gapo_lite.lab import smollm2
+from gapo_lite.lab.runner import RLRun
 
 
 def test_own_valid_answers_keeps_replies_that_name_exactly_one_item(monkeypatch):
@@ -71,7 +71,7 @@ def test_missing_model_is_a_clear_error(tmp_path):
 def test_load_trained_puts_a_lora_adapter_on_the_start(tiny_model_path, tmp_path):
     import torch
 
-    from gapo_lite.experiments.runner import load_trained
+    from gapo_lite.lab.runner import load_trained
     from gapo_lite.models import LoraSettings, load_model
 
     model, tok = load_model(tiny_model_path, lora=LoraSettings(r=4, alpha=8, dropout=0.0, target_modules=("q_proj", "v_proj")))

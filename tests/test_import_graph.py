@@ -13,15 +13,16 @@ PACKAGE = Path(__file__).resolve().parents[1] / "gapo_lite"
 # Lower layers never import higher ones. Modules not listed take their package's layer.
 LAYERS: list[set[str]] = [
     {"gapo_lite._bootstrap", "gapo_lite.answers", "gapo_lite.metrics", "gapo_lite.overrides", "gapo_lite.errors", "gapo_lite.diagnostics"},
-    {"gapo_lite.data", "gapo_lite.sampling", "gapo_lite.tiny", "gapo_lite.gguf"},
+    {"gapo_lite.data", "gapo_lite.sampling", "gapo_lite.gguf"},
     {"gapo_lite.rewards"},
     {"gapo_lite.models", "gapo_lite.memory"},
     {"gapo_lite.training", "gapo_lite.eval"},
-    {"gapo_lite.pretrain", "gapo_lite.supervised"},
-    {"gapo_lite.experiments"},
-    {"gapo_lite.demo"},
+    {"gapo_lite.lab"},  # the CPU lab: the demo, tiny models, pretraining loops, experiments
     {"gapo_lite", "gapo_lite.cli"},
 ]
+LIBRARY = ("gapo_lite.answers", "gapo_lite.rewards", "gapo_lite.data", "gapo_lite.metrics", "gapo_lite.diagnostics", "gapo_lite.models",
+           "gapo_lite.memory", "gapo_lite.training", "gapo_lite.eval", "gapo_lite.sampling", "gapo_lite.gguf", "gapo_lite.errors",
+           "gapo_lite.overrides", "gapo_lite._bootstrap")
 
 
 def module_name(path: Path, package: Path = PACKAGE) -> str:
@@ -136,7 +137,7 @@ def test_imports_point_down_the_layers(module):
 
 def test_rewards_import_nothing_from_eval_or_experiments():
     graph = build_graph()
-    bad = {m: sorted(i for i in deps if i.startswith(("gapo_lite.eval", "gapo_lite.experiments")))
+    bad = {m: sorted(i for i in deps if i.startswith(("gapo_lite.eval", "gapo_lite.lab")))
            for m, deps in graph.items() if m.startswith("gapo_lite.rewards")}
     assert not any(bad.values()), bad
 
@@ -154,9 +155,16 @@ def test_importing_rewards_loads_no_eval_or_experiments_module():
     import sys
 
     code = ("import sys, gapo_lite.rewards, gapo_lite.answers, gapo_lite.data; "
-            "print(sorted(m for m in sys.modules if m.startswith(('gapo_lite.eval', 'gapo_lite.experiments', 'gapo_lite.training'))))")
+            "print(sorted(m for m in sys.modules if m.startswith(('gapo_lite.eval', 'gapo_lite.lab', 'gapo_lite.training'))))")
     env_path = str(PACKAGE.parent)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                          env={**os.environ, "PYTHONPATH": env_path, "GAPO_LITE_BACKEND": "transformers"})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_the_library_imports_nothing_from_the_lab():
+    """The lab produced the project's figures; a user's import of the library never loads it."""
+    graph = build_graph()
+    bad = {m: sorted(d for d in deps if d.startswith("gapo_lite.lab")) for m, deps in graph.items() if m.startswith(LIBRARY)}
+    assert not any(bad.values()), {m: d for m, d in bad.items() if d}

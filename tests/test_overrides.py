@@ -72,7 +72,7 @@ def test_trainconfig_values_by_hand():
 
 
 def test_experiment_and_demo_settings_share_the_parser():
-    import gapo_lite.experiments as experiments
+    import gapo_lite.lab as experiments
     from gapo_lite import overrides
 
     assert experiments.apply_overrides is overrides.apply_overrides

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from gapo_lite.demo import format_table, targets
+from gapo_lite.lab.demo import format_table, targets
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -37,7 +37,7 @@ def test_recorded_runs_used_the_demo_defaults():
     """The README's 'seed 0 is make demo's run' holds only if the recorded settings are today's defaults."""
     import dataclasses
 
-    from gapo_lite.demo import DemoSettings
+    from gapo_lite.lab.demo import DemoSettings
 
     for seed, r in RECORDED.items():
         defaults = json.loads(json.dumps(dataclasses.asdict(DemoSettings(seed=int(seed)))))
@@ -51,7 +51,7 @@ def test_start_line_in_readme_is_seed0s():
 
 
 def test_readme_shows_the_regime_table_as_printed():
-    from gapo_lite.experiments.regimes import format_table as regime_table
+    from gapo_lite.lab.regimes import format_table as regime_table
 
     recorded = json.loads((ROOT / "docs" / "regimes.json").read_text())
     assert regime_table(recorded) in README
@@ -64,7 +64,7 @@ def test_readme_shows_the_regime_table_as_printed():
      ("smollm2_long.json", 24, 360, ["gapo", "grpo_baseline"])],
 )
 def test_readme_shows_each_smollm2_table_as_printed(recorded_file, warmup_steps, rl_steps, runs):
-    from gapo_lite.experiments.smollm2 import format_table as smollm2_table
+    from gapo_lite.lab.smollm2 import format_table as smollm2_table
 
     recorded = json.loads((ROOT / "docs" / recorded_file).read_text())
     assert smollm2_table(recorded) in README

@@ -89,12 +89,12 @@ def test_one_grpo_step_with_lora_through_the_recipe(smollm2_path, tmp_path):
 
 
 def test_the_experiment_end_to_end_on_quick_sizes(smollm2_path, tmp_path):
-    """`python -m gapo_lite.experiments.smollm2 --quick --set warmup_steps=1`: warm-up on its own valid answers,
+    """`python -m gapo_lite.lab.smollm2 --quick --set warmup_steps=1`: warm-up on its own valid answers,
     both RL runs (LoRA adapters), each measured with the lists suite."""
     import dataclasses
     import json
 
-    from gapo_lite.experiments.smollm2 import SmolSettings, run
+    from gapo_lite.lab.smollm2 import SmolSettings, run
 
     s = dataclasses.replace(SmolSettings.quick(), model=smollm2_path, warmup_steps=1, warmup_prompts=8, warmup_samples=4, threads=2)
     results = run(tmp_path / "out", s)

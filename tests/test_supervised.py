@@ -1,4 +1,4 @@
-"""``gapo_lite.supervised``: the experiments' one pretraining loop and its teacher-forced batches."""
+"""``gapo_lite.lab.supervised``: the experiments' one pretraining loop and its teacher-forced batches."""
 from __future__ import annotations
 
 import random
@@ -8,7 +8,7 @@ import torch
 
 from gapo_lite.models import load_model
 from gapo_lite.sampling import render_prompt
-from gapo_lite.supervised import completion_batch, supervised_pretrain, train_steps
+from gapo_lite.lab.supervised import completion_batch, supervised_pretrain, train_steps
 
 MESSAGES = [{"role": "user", "content": "Pick one item from this list at random: Cat, Dog. Answer with the item only."}]
 
@@ -36,7 +36,7 @@ def test_train_steps_schedule_and_losses(monkeypatch):
     def batch_loss(rng: random.Random):
         return (model.w - 1.0) ** 2
 
-    import gapo_lite.supervised as supervised
+    import gapo_lite.lab.supervised as supervised
 
     original = supervised.adamw_warmup_cosine
 

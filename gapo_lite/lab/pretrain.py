@@ -6,7 +6,7 @@ from typing import Any
 
 from gapo_lite.data import TEMPLATES, categories, format_prompt
 from gapo_lite.sampling import render_prompt
-from gapo_lite.supervised import train_steps
+from gapo_lite.lab.supervised import train_steps
 
 
 def collapse_targets(num_items: int, first_share: float) -> list[float]:

@@ -10,7 +10,7 @@
 4. measure Unique@N (N samples per prompt), valid rate and the favourite's share on training and
    held-out categories at T = 0.7 and 1.0.
 
-    python -m gapo_lite.experiments.open_ended --out runs/exp_open
+    python -m gapo_lite.lab.open_ended --out runs/exp_open
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gapo_lite.experiments.runner import Experiment, RLRun, add_common_arguments, module_main, run_staged, settings_from_args, table
+from gapo_lite.lab.runner import Experiment, RLRun, add_common_arguments, module_main, run_staged, settings_from_args, table
 
 LABELS = {"before": "before (collapsed)", "gapo": "GAPO", "baseline": "GRPO + validity"}
 
@@ -61,7 +61,7 @@ def favourite(category: str) -> str:
 
 
 def pretrain_draw(share: float):
-    """``draw(rng)`` for :func:`~gapo_lite.supervised.supervised_pretrain`: a prompt of any category and its
+    """``draw(rng)`` for :func:`~gapo_lite.lab.supervised.supervised_pretrain`: a prompt of any category and its
     favourite item with probability ``share``, else another item of the category, uniformly."""
     from gapo_lite.data.open_ended import open_prompt, vocabularies
 
@@ -122,11 +122,11 @@ def rl_config(s: OpenSettings, start: Path, out: Path, run: RLRun | None = None)
 
 
 def experiment(s: OpenSettings) -> Experiment:
-    """The stages of this experiment for :func:`~gapo_lite.experiments.runner.run_staged`."""
+    """The stages of this experiment for :func:`~gapo_lite.lab.runner.run_staged`."""
     from gapo_lite.data.open_ended import build_open_ended_dataset, prompt_words
     from gapo_lite.rewards import ValidityReward, open_ended_scorer
-    from gapo_lite.supervised import supervised_pretrain
-    from gapo_lite.tiny import build_tiny_model
+    from gapo_lite.lab.supervised import supervised_pretrain
+    from gapo_lite.lab.tiny import build_tiny_model
 
     def data():
         return build_open_ended_dataset(s.rl_steps * s.prompts_per_step, split="train", seed=s.seed)
@@ -179,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return module_main("python -m gapo_lite.experiments.open_ended", __doc__.split("\n")[0], "runs/exp_open", run, argv)
+    return module_main("python -m gapo_lite.lab.open_ended", __doc__.split("\n")[0], "runs/exp_open", run, argv)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 Stages: build a tiny model -> pretrain it (the same start for every RL run) -> measure it -> each RL run
 from that start -> measure each -> ``results.json``, the plain-text table and optional plots. An
 experiment supplies only what differs (:class:`Experiment`); its settings dataclass needs ``seed`` and
-``threads`` and is recorded whole. The demo (``gapo_lite/demo.py``) follows the same stages and can be
+``threads`` and is recorded whole. The demo (``gapo_lite/lab/demo.py``) follows the same stages and can be
 expressed as an :class:`Experiment` too (its pretraining is ``pretrain_collapsed``, its plot ``choices.png``).
 """
 from __future__ import annotations
@@ -83,6 +83,33 @@ def run_staged(experiment: Experiment, out_dir: str | Path, command: str | None 
         return _run_stages(experiment, out, command)
 
 
+class StageStore:
+    """Each finished stage's results as ``stages/<name>.json`` in the output folder, written atomically the
+    moment the stage ends, so an interrupted experiment reruns only what had not finished. The settings are
+    recorded first: a folder holding a run with other settings is refused rather than mixed into."""
+
+    def __init__(self, out: Path, settings: dict[str, Any]) -> None:
+        self.dir = out / "stages"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        recorded = self.get("settings")
+        if recorded is not None and recorded != json.loads(json.dumps(settings)):
+            from gapo_lite.errors import UserError
+
+            changed = sorted(k for k in set(recorded) | set(settings) if recorded.get(k) != json.loads(json.dumps(settings.get(k))))
+            raise UserError(f"{out} holds an experiment run with other settings ({', '.join(changed)}); use another --out or delete the folder")
+        self.put("settings", settings)
+
+    def get(self, name: str) -> Any:
+        path = self.dir / f"{name}.json"
+        return json.loads(path.read_text()) if path.is_file() else None
+
+    def put(self, name: str, value: Any) -> None:
+        path = self.dir / f"{name}.json"
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(value, indent=2))
+        tmp.replace(path)
+
+
 def _run_stages(e: Experiment, out: Path, command: str | None) -> dict[str, Any]:
     import torch
 
@@ -90,31 +117,50 @@ def _run_stages(e: Experiment, out: Path, command: str | None) -> dict[str, Any]
     from gapo_lite.training import train
 
     s = e.settings
+    store = StageStore(out, dataclasses.asdict(s))
     total = len(e.runs) + 2
     torch.manual_seed(s.seed)
     t0 = time.perf_counter()
-    stages: dict[str, float] = {}
-
-    print(f"[1/{total}] {e.pretrain_message}")
-    model, tok = load_model(e.build_model(out / "base_model"), lora=None)
-    losses = e.pretrain(model, tok)
     start = out / "pretrained"
-    model.save_pretrained(start)
-    tok.save_pretrained(start)
-    stages["pretrain"] = time.perf_counter() - t0
-    results: dict[str, Any] = {"before": e.measure(model, tok), "pretrain_final_loss": losses[-1] if losses else None}
-    if e.on_start is not None:
-        results.update(e.on_start(results))
+
+    first = store.get("start")
+    if first is not None and (start / "config.json").is_file():
+        print(f"[1/{total}] {e.pretrain_message}: done earlier ({store.dir / 'start.json'})")
+    else:
+        print(f"[1/{total}] {e.pretrain_message}")
+        model, tok = load_model(e.build_model(out / "base_model"), lora=None)
+        losses = e.pretrain(model, tok)
+        model.save_pretrained(start)
+        tok.save_pretrained(start)
+        seconds = time.perf_counter() - t0
+        before = e.measure(model, tok)
+        first = {"before": before, "pretrain_final_loss": losses[-1] if losses else None, "seconds": seconds, "wall": time.perf_counter() - t0}
+        if e.on_start is not None:
+            first.update(e.on_start(first))
+        store.put("start", first)
+        del model
+    results: dict[str, Any] = {k: v for k, v in first.items() if k not in ("seconds", "wall")}
+    stages: dict[str, float] = {"pretrain": first["seconds"]}
+    walls = [first["wall"]]  # each stage with its measurement, whichever session ran it
 
     for step, run in enumerate(e.runs, start=2):
-        print(f"[{step}/{total}] {run.label}: {s.rl_steps} steps{e.run_message}")
-        t = time.perf_counter()
-        extras = {k: f() for k, f in (("scorer", run.make_scorer), ("train_dataset", run.make_dataset)) if f is not None}
-        result = train(e.rl_config(start, out / run.name, run), **extras)
-        stages[run.name] = time.perf_counter() - t
-        trained, trained_tok = load_trained(result.adapter_dir, start)
-        results[run.name] = e.measure(trained, trained_tok)
-    results["wall_seconds"] = time.perf_counter() - t0
+        done = store.get(run.name)
+        if done is not None:
+            print(f"[{step}/{total}] {run.label}: done earlier ({store.dir / (run.name + '.json')})")
+        else:
+            print(f"[{step}/{total}] {run.label}: {s.rl_steps} steps{e.run_message}")
+            t = time.perf_counter()
+            extras = {k: f() for k, f in (("scorer", run.make_scorer), ("train_dataset", run.make_dataset)) if f is not None}
+            config = dataclasses.replace(e.rl_config(start, out / run.name, run), resume=True)  # from its last complete checkpoint, if any
+            result = train(config, **extras)
+            seconds = time.perf_counter() - t
+            trained, trained_tok = load_trained(result.adapter_dir, start)
+            done = {"measured": e.measure(trained, trained_tok), "seconds": seconds, "wall": time.perf_counter() - t}
+            store.put(run.name, done)
+        results[run.name] = done["measured"]
+        stages[run.name] = done["seconds"]
+        walls.append(done["wall"])
+    results["wall_seconds"] = sum(walls)
     results["stage_seconds"] = stages
     results["settings"] = dataclasses.asdict(s)
     results["command"] = command
@@ -126,7 +172,7 @@ def _run_stages(e: Experiment, out: Path, command: str | None) -> dict[str, Any]
         written += plotted if isinstance(plotted, list) else [plotted]
     print(f"[{total}/{total}] results")
     print(e.format_table(results))
-    print(f"wrote {' and '.join(str(p) for p in written)} in {results['wall_seconds']:.0f} s")
+    print(f"wrote {' and '.join(str(p) for p in written)} in {time.perf_counter() - t0:.0f} s")
     return results
 
 

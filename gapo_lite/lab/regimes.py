@@ -7,8 +7,8 @@ about 25 minutes), and, on one axis the paper leaves open,
 with ``invalid_reward = 0`` instead of -1 from the starts of the middle collapse level. Every start is read with
 :mod:`gapo_lite.diagnostics` before RL; after RL, held-out and training JSD say what GAPO actually did.
 
-    python -m gapo_lite.experiments.regimes --out runs/regimes          # ~25 min on 2 cores
-    python -m gapo_lite.experiments.regimes --quick --out /tmp/regimes  # seconds, figures meaningless
+    python -m gapo_lite.lab.regimes --out runs/regimes          # ~25 min on 2 cores
+    python -m gapo_lite.lab.regimes --quick --out /tmp/regimes  # seconds, figures meaningless
 """
 from __future__ import annotations
 
@@ -97,10 +97,10 @@ def run_regimes(out_dir: str | Path, s: RegimeSettings) -> dict[str, Any]:
     import torch
     from transformers import logging as hf_logging
 
-    from gapo_lite.experiments.lists import measure, rl_config
+    from gapo_lite.lab.lists import measure, rl_config
     from gapo_lite.models import load_model
-    from gapo_lite.pretrain import pretrain_collapsed
-    from gapo_lite.tiny import build_tiny_model
+    from gapo_lite.lab.pretrain import pretrain_collapsed
+    from gapo_lite.lab.tiny import build_tiny_model
     from gapo_lite.training import train
 
     out = Path(out_dir)
@@ -213,9 +213,9 @@ def plot_regimes(results: dict[str, Any], path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from gapo_lite.experiments import add_common_arguments, apply_overrides
+    from gapo_lite.lab import add_common_arguments, apply_overrides
 
-    parser = argparse.ArgumentParser(prog="python -m gapo_lite.experiments.regimes", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m gapo_lite.lab.regimes", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_common_arguments(parser, "runs/regimes")
     args = parser.parse_args(argv)
     s = apply_overrides(RegimeSettings.quick() if args.quick else RegimeSettings(), args.overrides, what="regime setting")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gapo_lite.experiments.lists import measure, rl_config
+from gapo_lite.lab.lists import measure, rl_config
 
 MODELS = ("before", "gapo", "grpo_baseline")
 LABELS = {"before": "before (collapsed)", "gapo": "GAPO", "grpo_baseline": "GRPO + validity reward"}
@@ -72,7 +72,7 @@ REWARDS = {"gapo": "gapo", "grpo_baseline": "validity"}
 
 def build_demo_model(path: Path, s: DemoSettings) -> Path:
     """The demo's untrained tiny Qwen2 (sizes, seed and embedding scale from ``s``), saved to ``path``."""
-    from gapo_lite.tiny import build_tiny_model
+    from gapo_lite.lab.tiny import build_tiny_model
 
     return build_tiny_model(path, hidden_size=s.hidden_size, num_layers=s.num_layers, num_heads=s.num_heads, num_kv_heads=s.num_heads,
                             seed=s.seed, embedding_std=s.embedding_std)
@@ -80,8 +80,8 @@ def build_demo_model(path: Path, s: DemoSettings) -> Path:
 
 def run_demo(out_dir: str | Path = "runs/demo", settings: DemoSettings | None = None, command: str | None = None) -> dict[str, Any]:
     """Run every stage (on the experiments' staged runner), print the table, write ``results.json``, ``choices.png`` and ``curves.png``."""
-    from gapo_lite.experiments.runner import Experiment, RLRun, run_staged
-    from gapo_lite.pretrain import pretrain_collapsed
+    from gapo_lite.lab.runner import Experiment, RLRun, run_staged
+    from gapo_lite.lab.pretrain import pretrain_collapsed
 
     s = settings or DemoSettings()
 
@@ -206,13 +206,13 @@ def plot_curves(runs: dict[str, Path], path: Path) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from gapo_lite.experiments import add_common_arguments
+    from gapo_lite.lab import add_common_arguments
 
     add_common_arguments(parser, "runs/demo")
 
 
 def run(args: argparse.Namespace) -> int:
-    from gapo_lite.experiments import apply_overrides
+    from gapo_lite.lab import apply_overrides
 
     s = apply_overrides(DemoSettings.quick() if args.quick else DemoSettings(), args.overrides, what="demo setting")
     run_demo(args.out, s, command=" ".join(["gapo-lite demo", *(["--quick"] if args.quick else []), *(f"--set {o}" for o in args.overrides)]))

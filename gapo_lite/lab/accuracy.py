@@ -13,7 +13,7 @@ not MiniLM: it is exact for these three formats and costs nothing on a CPU. The 
 (:func:`gapo_lite.data.arithmetic.strict_answer`: one of the three formats, true equations only); the
 usual GSM8K last-number check is reported beside it as "lenient accuracy".
 
-    python -m gapo_lite.experiments.accuracy --out runs/exp_accuracy
+    python -m gapo_lite.lab.accuracy --out runs/exp_accuracy
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gapo_lite.experiments.runner import Experiment, RLRun, add_common_arguments, module_main, run_staged, settings_from_args, table
+from gapo_lite.lab.runner import Experiment, RLRun, add_common_arguments, module_main, run_staged, settings_from_args, table
 
 SHAPES = {"N": "bare", "N + N = N": "equation", "N - N = N": "equation", "The answer is N": "sentence"}
 LABELS = {"before": "before (pretrained)", "gapo": "GAPO accuracy+diversity", "baseline": "GRPO accuracy only"}
@@ -172,11 +172,11 @@ def rl_config(s: AccuracySettings, start: Path, out: Path, run: RLRun | None = N
 
 
 def experiment(s: AccuracySettings) -> Experiment:
-    """The stages of this experiment for :func:`~gapo_lite.experiments.runner.run_staged`."""
+    """The stages of this experiment for :func:`~gapo_lite.lab.runner.run_staged`."""
     from gapo_lite.data.arithmetic import arithmetic_words, build_arithmetic_dataset, format_signature, strict_answer
     from gapo_lite.rewards import AccuracyReward
-    from gapo_lite.supervised import supervised_pretrain
-    from gapo_lite.tiny import build_tiny_model
+    from gapo_lite.lab.supervised import supervised_pretrain
+    from gapo_lite.lab.tiny import build_tiny_model
 
     def data():
         return build_arithmetic_dataset(s.rl_steps * s.prompts_per_step, max_operand=s.max_operand, seed=s.seed)
@@ -232,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return module_main("python -m gapo_lite.experiments.accuracy", __doc__.split("\n")[0], "runs/exp_accuracy", run, argv)
+    return module_main("python -m gapo_lite.lab.accuracy", __doc__.split("\n")[0], "runs/exp_accuracy", run, argv)
 
 
 if __name__ == "__main__":
