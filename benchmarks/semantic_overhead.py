@@ -59,8 +59,8 @@ def time_grpo_step(num_steps: int, max_completion_length: int) -> float:
     from trl import GRPOConfig, GRPOTrainer
 
     from gapo_lite.data import build_list_dataset
-    from gapo_lite.models import LoraSettings, load_model
     from gapo_lite.lab.tiny import build_tiny_model
+    from gapo_lite.models import LoraSettings, load_model
 
     class StepTimer(TrainerCallback):
         def __init__(self) -> None:

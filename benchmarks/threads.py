@@ -40,8 +40,8 @@ def rl_step_seconds(settings, start: Path, out: Path, steps: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from gapo_lite.lab.demo import DemoSettings, build_demo_model
     from gapo_lite.lab import torch_threads
+    from gapo_lite.lab.demo import DemoSettings, build_demo_model
     from gapo_lite.models import load_model
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

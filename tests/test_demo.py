@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from gapo_lite.lab.demo import format_table, plot_curves, read_curves, run, start_line, targets
 from gapo_lite.eval.lists import pressure_by_prompt
+from gapo_lite.lab.demo import format_table, plot_curves, read_curves, run, start_line, targets
 
 
 def fake(jsd, valid):

@@ -4,10 +4,10 @@ import random
 import pytest
 
 from gapo_lite.data import categories, format_prompt, parse_choice
-from gapo_lite.models import load_model
 from gapo_lite.lab.pretrain import collapse_targets, pretrain_collapsed
-from gapo_lite.sampling import sample_completions
 from gapo_lite.lab.tiny import build_tiny_model
+from gapo_lite.models import load_model
+from gapo_lite.sampling import sample_completions
 
 NAMES = ("animals", "colors", "fruits", "tools")
 

@@ -6,9 +6,9 @@ import random
 import pytest
 import torch
 
+from gapo_lite.lab.supervised import completion_batch, supervised_pretrain, train_steps
 from gapo_lite.models import load_model
 from gapo_lite.sampling import render_prompt
-from gapo_lite.lab.supervised import completion_batch, supervised_pretrain, train_steps
 
 MESSAGES = [{"role": "user", "content": "Pick one item from this list at random: Cat, Dog. Answer with the item only."}]
 

@@ -6,8 +6,8 @@ SmolLM2 and the experiments beyond lists, all on one staged runner (:mod:`~gapo_
 Run one with ``python -m gapo_lite.lab.<name> --out runs/<name>``. The library never imports this package.
 """
 from gapo_lite.lab.runner import Experiment, RLRun, add_common_arguments, run_staged, table, torch_threads
-from gapo_lite.overrides import apply_overrides
 from gapo_lite.lab.supervised import supervised_pretrain, train_steps
+from gapo_lite.overrides import apply_overrides
 
 __all__ = [
     "Experiment",

@@ -174,9 +174,9 @@ def rl_config(s: AccuracySettings, start: Path, out: Path, run: RLRun | None = N
 def experiment(s: AccuracySettings) -> Experiment:
     """The stages of this experiment for :func:`~gapo_lite.lab.runner.run_staged`."""
     from gapo_lite.data.arithmetic import arithmetic_words, build_arithmetic_dataset, format_signature, strict_answer
-    from gapo_lite.rewards import AccuracyReward
     from gapo_lite.lab.supervised import supervised_pretrain
     from gapo_lite.lab.tiny import build_tiny_model
+    from gapo_lite.rewards import AccuracyReward
 
     def data():
         return build_arithmetic_dataset(s.rl_steps * s.prompts_per_step, max_operand=s.max_operand, seed=s.seed)

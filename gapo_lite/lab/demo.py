@@ -80,8 +80,8 @@ def build_demo_model(path: Path, s: DemoSettings) -> Path:
 
 def run_demo(out_dir: str | Path = "runs/demo", settings: DemoSettings | None = None, command: str | None = None) -> dict[str, Any]:
     """Run every stage (on the experiments' staged runner), print the table, write ``results.json``, ``choices.png`` and ``curves.png``."""
-    from gapo_lite.lab.runner import Experiment, RLRun, run_staged
     from gapo_lite.lab.pretrain import pretrain_collapsed
+    from gapo_lite.lab.runner import Experiment, RLRun, run_staged
 
     s = settings or DemoSettings()
 

@@ -124,9 +124,9 @@ def rl_config(s: OpenSettings, start: Path, out: Path, run: RLRun | None = None)
 def experiment(s: OpenSettings) -> Experiment:
     """The stages of this experiment for :func:`~gapo_lite.lab.runner.run_staged`."""
     from gapo_lite.data.open_ended import build_open_ended_dataset, prompt_words
-    from gapo_lite.rewards import ValidityReward, open_ended_scorer
     from gapo_lite.lab.supervised import supervised_pretrain
     from gapo_lite.lab.tiny import build_tiny_model
+    from gapo_lite.rewards import ValidityReward, open_ended_scorer
 
     def data():
         return build_open_ended_dataset(s.rl_steps * s.prompts_per_step, split="train", seed=s.seed)

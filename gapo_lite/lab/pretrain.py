@@ -5,8 +5,8 @@ import random
 from typing import Any
 
 from gapo_lite.data import TEMPLATES, categories, format_prompt
-from gapo_lite.sampling import render_prompt
 from gapo_lite.lab.supervised import train_steps
+from gapo_lite.sampling import render_prompt
 
 
 def collapse_targets(num_items: int, first_share: float) -> list[float]:

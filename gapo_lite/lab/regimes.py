@@ -98,9 +98,9 @@ def run_regimes(out_dir: str | Path, s: RegimeSettings) -> dict[str, Any]:
     from transformers import logging as hf_logging
 
     from gapo_lite.lab.lists import measure, rl_config
-    from gapo_lite.models import load_model
     from gapo_lite.lab.pretrain import pretrain_collapsed
     from gapo_lite.lab.tiny import build_tiny_model
+    from gapo_lite.models import load_model
     from gapo_lite.training import train
 
     out = Path(out_dir)
