@@ -36,16 +36,29 @@ class SmolSettings:
     warmup_lr: float = 2e-5
     rl_steps: int = 60
     runs: tuple[str, ...] = ("gapo", "grpo_baseline")  # which RL runs, from the same start
+    # RL settings that differ from the recipe's (None: the recipe's value)
+    invalid_reward: float | None = None  # the reward of an invalid answer, for both runs; the paper's is -1
+    num_generations: int | None = None
+    prompts_per_step: int | None = None
+    learning_rate: float | None = None
+    rl_temperature: float | None = None
     eval_lists: int = 10
     eval_samples: int = 100
     eval_temperature: float = 0.7
     completion_tokens: int = 8  # the recipe's max_completion_length: RL and evaluation read the same text
+    open_samples: int = 0  # > 0: the open-ended suite (10 prompts) with this many samples each, after every stage
+    open_tokens: int = 12
     seed: int = 0
     threads: int = 2
 
     @classmethod
     def quick(cls) -> "SmolSettings":
-        return cls(warmup_prompts=4, warmup_samples=2, warmup_batch=2, rl_steps=1, eval_lists=2, eval_samples=4)
+        return cls(warmup_prompts=4, warmup_samples=2, warmup_batch=2, rl_steps=1, eval_lists=2, eval_samples=4, open_samples=2)
+
+    @property
+    def trained_invalid_reward(self) -> float:
+        """The invalid-answer reward the RL runs train with (the recipe's unless set)."""
+        return -1.0 if self.invalid_reward is None else self.invalid_reward
 
 
 def own_valid_answers(model: Any, tokenizer: Any, s: SmolSettings) -> tuple[list[tuple[list[dict[str, str]], str]], float]:
@@ -79,14 +92,15 @@ def warm_up(model: Any, tokenizer: Any, s: SmolSettings) -> list[float]:
 
 def measure(model: Any, tokenizer: Any, s: SmolSettings) -> dict[str, Any]:
     """The lists suite on held-out categories (the paper's protocol) at ``eval_temperature``."""
-    from gapo_lite.eval.lists import run_lists
+    from gapo_lite.eval.lists import pressure_by_prompt, run_lists
     from gapo_lite.eval.settings import SampleSettings
 
     settings = SampleSettings(n=s.eval_samples, temperature=s.eval_temperature, max_new_tokens=s.completion_tokens, batch_size=64, seed=s.seed)
     r = run_lists(model, tokenizer, settings, num_lists=s.eval_lists)
-    mean = r["pressure"]["mean"] or {}  # None when no answer was valid
+    mean = r["pressure"]["mean"] or {}  # None when no answer was valid; the paper's reward (-1 for an invalid answer)
+    trained = pressure_by_prompt(r["lists"], r["samples"], invalid_reward=s.trained_invalid_reward)["mean"] or {}
     invalid = [x["completion"] for x in r["samples"] if x["choice"] is None]
-    return {
+    measured = {
         "heldout_jsd": r["mean_jsd"],
         "heldout_valid_rate": r["mean_valid_rate"],
         "heldout_position_tv": r["position_tv"],
@@ -95,8 +109,23 @@ def measure(model: Any, tokenizer: Any, s: SmolSettings) -> dict[str, Any]:
         "threshold": mean.get("threshold", math.nan),
         "dominant_share": mean.get("dominant_share", math.nan),
         "verdict": r["pressure"]["verdict"],
+        "trained_invalid_reward": s.trained_invalid_reward,
+        "trained_pressure": trained.get("pressure", math.nan),
+        "trained_threshold": trained.get("threshold", math.nan),
+        "heldout_choices": [x["choice"] for x in r["samples"]],
         "invalid_examples": invalid[:: max(1, len(invalid) // 12)][:12],
     }
+    if s.open_samples > 0:
+        from gapo_lite.eval.open_ended import run_open
+
+        open_settings = SampleSettings(n=s.open_samples, temperature=s.eval_temperature, max_new_tokens=s.open_tokens, batch_size=64, seed=s.seed)
+        o = run_open(model, tokenizer, open_settings)
+        measured["open"] = {
+            "mean_unique_valid": o["mean_unique_valid"], "mean_valid_rate": o["mean_valid_rate"], "mean_unique": o["mean_unique"],
+            "prompts": {k: {key: v[key] for key in ("unique", "unique_valid", "valid_rate", "validator", "top_valid")} for k, v in o["prompts"].items()},
+            "completions": o["completions"],  # kept whole, so the answers can be re-validated (e.g. against open vocabularies) without resampling
+        }
+    return measured
 
 
 def rl_config(s: SmolSettings, start: Path, out: Path, run: RLRun):
@@ -106,18 +135,36 @@ def rl_config(s: SmolSettings, start: Path, out: Path, run: RLRun):
     from gapo_lite.training.recipes import load_recipe
 
     base = load_recipe("smollm2_lists")
-    return dataclasses.replace(base, model=str(start), reward=REWARDS[run.name], max_steps=s.rl_steps, save_steps=max(1, s.rl_steps // 2),
-                               save_total_limit=1, max_completion_length=s.completion_tokens, output_dir=str(out), seed=s.seed, data_seed=s.seed)
+    changed = {"invalid_reward": s.invalid_reward, "num_generations": s.num_generations, "prompts_per_step": s.prompts_per_step,
+               "learning_rate": s.learning_rate, "temperature": s.rl_temperature}
+    return dataclasses.replace(base, model=str(start), reward=REWARDS[run.name], max_steps=s.rl_steps, save_steps=max(1, min(25, s.rl_steps // 2)),
+                               save_total_limit=1, max_completion_length=s.completion_tokens, output_dir=str(out), seed=s.seed, data_seed=s.seed,
+                               **{k: v for k, v in changed.items() if v is not None})
 
 
 ROWS = (("heldout_valid_rate", "held-out valid rate"), ("heldout_jsd", "held-out JSD"), ("heldout_position_tv", "position bias (TV)"),
         ("dominant_share", "dominant share per prompt"), ("pressure", "mode pressure (< 0: GAPO spreads)"), ("threshold", "validity threshold"))
+# Rows only newer runs record: the diagnostic for the reward trained with, and the open-ended suite.
+EXTRA_ROWS = (("trained_pressure", "pressure, reward trained with"), ("trained_threshold", "threshold, reward trained with"),
+              ("open.mean_unique_valid", "open: valid Unique@N per prompt"), ("open.mean_valid_rate", "open: valid rate"),
+              ("open.mean_unique", "open: distinct replies per prompt"))
+
+
+def _value(measured: dict[str, Any], key: str) -> Any:
+    for part in key.split("."):
+        if not isinstance(measured, dict) or part not in measured:
+            return None
+        measured = measured[part]
+    return measured
 
 
 def format_table(results: dict[str, Any]) -> str:
-    """Start / GAPO / baseline side by side (held-out lists, T = eval_temperature)."""
+    """Start / GAPO / baseline side by side (held-out lists, T = eval_temperature; open prompts when measured)."""
     names = [n for n in LABELS if isinstance(results.get(n), dict) and "heldout_jsd" in results[n]]
-    return table([(label, [results[n][key] for n in names]) for key, label in ROWS], [LABELS[n] for n in names], width=26, label_width=36)
+    rows = [(label, [results[n][key] for n in names]) for key, label in ROWS]
+    rows += [(label, [_value(results[n], key) for n in names]) for key, label in EXTRA_ROWS
+             if all(_value(results[n], key) is not None for n in names)]
+    return table(rows, [LABELS[n] for n in names], width=26, label_width=36)
 
 
 def run(out_dir: str | Path, s: SmolSettings, command: str | None = None) -> dict[str, Any]:
