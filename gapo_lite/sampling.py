@@ -36,14 +36,20 @@ def sample_completions(
     seed: int = 0,
     top_p: float = 1.0,
     progress: bool = True,
+    precision: str = "auto",
 ) -> list[list[str]]:
     """``n`` sampled completions (decoded, special tokens removed) for every prompt, in prompt order.
 
     Rows are batched ``batch_size`` at a time (a prompt's ``n`` samples may span batches); ``temperature=0``
-    means greedy decoding. The same seed, model and prompts give the same samples.
+    means greedy decoding. The same seed, model and prompts give the same samples. On a CPU, ``precision``
+    (see :func:`gapo_lite._bootstrap.cpu_precision`) decides whether generation runs under bf16 autocast.
     """
+    import contextlib
+
     import torch
     from tqdm.auto import tqdm
+
+    from gapo_lite._bootstrap import cpu_precision
 
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
@@ -53,6 +59,8 @@ def sample_completions(
     texts = [render_prompt(tokenizer, p) for p in prompts]
     rows = [t for t in texts for _ in range(n)]
     device = next(model.parameters()).device
+    on_cpu_bf16 = device.type == "cpu" and cpu_precision(precision) == "bf16"
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16) if on_cpu_bf16 else contextlib.nullcontext()
     was_training = model.training
     model.eval()
     old_side = tokenizer.padding_side
@@ -61,7 +69,7 @@ def sample_completions(
     torch.manual_seed(seed)
     outputs: list[str] = []
     try:
-        with torch.no_grad():
+        with torch.no_grad(), autocast:
             for start in tqdm(range(0, len(rows), batch_size), desc="sampling", disable=not progress, leave=False):
                 batch = tokenizer(rows[start : start + batch_size], return_tensors="pt", padding=True, add_special_tokens=False).to(device)
                 kwargs: dict[str, Any] = dict(max_new_tokens=max_new_tokens, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)

@@ -80,3 +80,36 @@ def test_choose_backend_rules():
         choose_backend("unsloth", cuda=True, has_unsloth=False)
     with pytest.raises(ValueError, match="unknown backend"):
         choose_backend("jax", cuda=True, has_unsloth=True)
+
+
+def test_cpu_precision_is_bf16_only_where_the_cpu_has_it(monkeypatch):
+    from gapo_lite import _bootstrap
+
+    monkeypatch.delenv(_bootstrap.PRECISION_ENV, raising=False)
+    monkeypatch.setattr(_bootstrap, "cpu_bf16_native", lambda: False)
+    assert _bootstrap.cpu_precision() == "fp32" and _bootstrap.cpu_precision("fp32") == "fp32"
+    with pytest.raises(ValueError, match="no native bf16"):
+        _bootstrap.cpu_precision("bf16")
+    monkeypatch.setattr(_bootstrap, "cpu_bf16_native", lambda: True)
+    assert _bootstrap.cpu_precision() == "bf16" and _bootstrap.cpu_precision("fp32") == "fp32"
+    monkeypatch.setenv(_bootstrap.PRECISION_ENV, "fp32")
+    assert _bootstrap.cpu_precision() == "fp32"
+    with pytest.raises(ValueError, match="must be 'auto', 'bf16' or 'fp32'"):
+        _bootstrap.cpu_precision("fp16")
+
+
+def test_bf16_autocast_on_the_cpu_stays_close_to_fp32(tiny_model_path):
+    """What bf16 autocast changes in a forward pass of the tiny model: logits within bf16's rounding."""
+    import torch
+
+    from gapo_lite.models import load_model
+
+    model, tok = load_model(tiny_model_path, lora=None)
+    ids = tok("Cat Dog Owl Fox", return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        fp32 = model(input_ids=ids).logits
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            bf16 = model(input_ids=ids).logits.float()
+    assert bf16.dtype == torch.float32 and not torch.equal(bf16, fp32)  # autocast did compute in bf16
+    assert torch.allclose(torch.softmax(bf16, -1), torch.softmax(fp32, -1), atol=2e-2)
+    assert (bf16.argmax(-1) == fp32.argmax(-1)).float().mean() > 0.9

@@ -96,3 +96,27 @@ def test_unknown_run_names_are_refused(tmp_path):
 
     with pytest.raises(UserError, match="runs must name"):
         smollm2.run(tmp_path / "out", smollm2.SmolSettings(runs=("gapo", "ppo")))
+
+
+def test_rl_config_takes_the_settings_that_differ_from_the_recipe(tmp_path):
+    from gapo_lite.training.recipes import load_recipe
+
+    recipe = load_recipe("smollm2_lists")
+    s = smollm2.SmolSettings(invalid_reward=0.0, num_generations=16, prompts_per_step=1, learning_rate=4e-4, rl_temperature=0.9)
+    for name in ("gapo", "grpo_baseline"):
+        c = smollm2.rl_config(s, tmp_path / "start", tmp_path / name, RLRun(name, name))
+        assert (c.invalid_reward, c.num_generations, c.prompts_per_step, c.learning_rate, c.temperature) == (0.0, 16, 1, 4e-4, 0.9)
+    plain = smollm2.rl_config(smollm2.SmolSettings(), tmp_path / "start", tmp_path / "p", RLRun("gapo", "GAPO"))
+    assert (plain.invalid_reward, plain.num_generations, plain.learning_rate) == (recipe.invalid_reward, recipe.num_generations, recipe.learning_rate)
+    assert smollm2.SmolSettings().trained_invalid_reward == -1.0 and s.trained_invalid_reward == 0.0
+
+
+def test_table_adds_the_trained_reward_and_open_rows_only_when_every_column_has_them():
+    row = {"heldout_valid_rate": 0.9, "heldout_jsd": 0.3, "heldout_position_tv": 0.2, "dominant_share": 0.6, "pressure": 0.03, "threshold": 0.93}
+    newer = {**row, "trained_pressure": -0.2, "trained_threshold": 0.75, "open": {"mean_unique_valid": 12.5, "mean_valid_rate": 0.6, "mean_unique": 30.0}}
+    both = smollm2.format_table({"before": newer, "gapo": {**newer, "open": {**newer["open"], "mean_unique_valid": 20.0}}})
+    line = next(x for x in both.splitlines() if x.startswith("open: valid Unique@N"))
+    assert [float(v) for v in line.split()[-2:]] == [12.5, 20.0]
+    assert "pressure, reward trained with" in both
+    mixed = smollm2.format_table({"before": newer, "gapo": row})
+    assert "open:" not in mixed and "trained with" not in mixed

@@ -100,6 +100,17 @@ def is_short_answer(answer: str | None, max_words: int = 5) -> bool:
             and words[0] not in _NOT_A_NAME)
 
 
+class CanonicalSet(frozenset):
+    """A vocabulary stored in canonical form (plurals folded), canonicalised once: membership of a raw answer
+    is one canonicalisation and a set look-up, which a vocabulary of 100,000 names needs."""
+
+    def __new__(cls, items: Collection[str]) -> "CanonicalSet":
+        return super().__new__(cls, (canonicalize(item, fold_plurals=True) for item in items))
+
+    def __contains__(self, answer: object) -> bool:
+        return isinstance(answer, str) and frozenset.__contains__(self, canonicalize(answer, fold_plurals=True))
+
+
 def is_valid_answer(answer: str | None, vocabulary: Collection[str] | None = None, *, max_words: int = 5) -> bool:
     """True when ``answer`` is an item of ``vocabulary`` (compared in canonical form, plurals folded), or,
     with no vocabulary, passes :func:`is_short_answer`."""
@@ -107,5 +118,7 @@ def is_valid_answer(answer: str | None, vocabulary: Collection[str] | None = Non
         return False
     if vocabulary is None:
         return is_short_answer(answer, max_words)
+    if isinstance(vocabulary, CanonicalSet):
+        return answer in vocabulary
     allowed = {canonicalize(item, fold_plurals=True) for item in vocabulary}
     return canonicalize(answer, fold_plurals=True) in allowed

