@@ -40,7 +40,7 @@ def sample_completions(
 ) -> list[list[str]]:
     """``n`` sampled completions (decoded, special tokens removed) for every prompt, in prompt order.
 
-    Rows are batched ``batch_size`` at a time (a prompt's ``n`` samples may span batches); ``temperature=0``
+    A prompt's ``n`` samples are drawn ``batch_size`` at a time, its prefix computed once per batch; ``temperature=0``
     means greedy decoding. The same seed, model and prompts give the same samples. On a CPU, ``precision``
     (see :func:`gapo_lite._bootstrap.cpu_precision`) decides whether generation runs under bf16 autocast.
     """
@@ -57,32 +57,51 @@ def sample_completions(
         raise ValueError(f"temperature must be >= 0, got {temperature}")
     ensure_pad_token(tokenizer)
     texts = [render_prompt(tokenizer, p) for p in prompts]
-    rows = [t for t in texts for _ in range(n)]
     device = next(model.parameters()).device
     on_cpu_bf16 = device.type == "cpu" and cpu_precision(precision) == "bf16"
     autocast = torch.autocast("cpu", dtype=torch.bfloat16) if on_cpu_bf16 else contextlib.nullcontext()
+    kwargs: dict[str, Any] = dict(max_new_tokens=max_new_tokens, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
+    if temperature > 0:
+        kwargs.update(do_sample=True, temperature=temperature, top_p=top_p, top_k=0)
+    else:
+        kwargs.update(do_sample=False)
+    # A prompt's n samples share its prefix: it is run through the model once and its KV cache copied to
+    # each sample, so a batch costs one prompt's prefill plus the decoding (the prefill of 64 copies of a
+    # 75-token prompt was most of the time). Batches never mix prompts, so no padding is needed.
+    chunks = [(i, k) for i in range(len(texts)) for k in _split(n, batch_size)]
     was_training = model.training
     model.eval()
-    old_side = tokenizer.padding_side
-    tokenizer.padding_side = "left"
     generator_state = torch.random.get_rng_state()
     torch.manual_seed(seed)
-    outputs: list[str] = []
+    outputs: list[list[str]] = [[] for _ in texts]
     try:
         with torch.no_grad(), autocast:
-            for start in tqdm(range(0, len(rows), batch_size), desc="sampling", disable=not progress, leave=False):
-                batch = tokenizer(rows[start : start + batch_size], return_tensors="pt", padding=True, add_special_tokens=False).to(device)
-                kwargs: dict[str, Any] = dict(max_new_tokens=max_new_tokens, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
-                if temperature > 0:
-                    kwargs.update(do_sample=True, temperature=temperature, top_p=top_p, top_k=0)
-                else:
-                    kwargs.update(do_sample=False)
-                out = model.generate(**batch, **kwargs)
-                new = out[:, batch["input_ids"].shape[1] :]
-                outputs.extend(tokenizer.batch_decode(new, skip_special_tokens=True))
+            for i, k in tqdm(chunks, desc="sampling", disable=not progress, leave=False):
+                ids = tokenizer(texts[i], return_tensors="pt", add_special_tokens=False)["input_ids"].to(device)
+                outputs[i].extend(_sample_shared_prefix(model, tokenizer, ids, k, kwargs))
     finally:
-        tokenizer.padding_side = old_side
         torch.random.set_rng_state(generator_state)
         if was_training:
             model.train()
-    return [outputs[i * n : (i + 1) * n] for i in range(len(prompts))]
+    return outputs
+
+
+def _split(n: int, batch_size: int) -> list[int]:
+    """``n`` samples as batch sizes of at most ``batch_size``."""
+    return [min(batch_size, n - start) for start in range(0, n, batch_size)]
+
+
+def _sample_shared_prefix(model: Any, tokenizer: Any, ids: Any, copies: int, kwargs: dict[str, Any]) -> list[str]:
+    """``copies`` completions of one prompt (``ids``: 1 x T), its first T - 1 tokens prefilled once."""
+    import torch
+
+    if ids.shape[1] < 2:  # nothing to share
+        out = model.generate(input_ids=ids.repeat(copies, 1), attention_mask=torch.ones_like(ids).repeat(copies, 1), **kwargs)
+    else:
+        cache = model(input_ids=ids[:, :-1], use_cache=True).past_key_values
+        cache.batch_repeat_interleave(copies)
+        batch = ids.repeat(copies, 1)
+        out = model.generate(input_ids=batch, attention_mask=torch.ones_like(batch), past_key_values=cache, **kwargs)
+    return tokenizer.batch_decode(out[:, ids.shape[1]:], skip_special_tokens=True)
+
+

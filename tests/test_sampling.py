@@ -85,3 +85,24 @@ def test_ensure_pad_token_uses_eos_and_names_a_tokenizer_with_neither():
     assert ensure_pad_token(kept).pad_token == "<pad>"
     with pytest.raises(ValueError, match="neither a pad token nor an eos token"):
         ensure_pad_token(SimpleNamespace(pad_token=None, eos_token=None))
+
+
+def test_samples_from_a_shared_prefix_follow_the_models_next_token_distribution(loaded):
+    """Every copy of the prefilled prompt cache samples from the model's own distribution (not one copy's)."""
+    model, tok = loaded
+    prompt = PROMPTS[0]
+    ids = tok(render_prompt(tok, prompt), add_special_tokens=False, return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        probs = torch.softmax(model(input_ids=ids).logits[0, -1], -1)
+    n = 1500
+    out = sample_completions(model, tok, [prompt], n=n, temperature=1.0, max_new_tokens=1, batch_size=500, seed=3, progress=False)[0]
+    first = [tok(t, add_special_tokens=False)["input_ids"][:1] for t in out]
+    counts = torch.zeros_like(probs)
+    for token in first:
+        if token:
+            counts[token[0]] += 1
+    seen = counts.sum()
+    top = probs.argsort(descending=True)[:5]
+    assert seen > 0.5 * n
+    tv = 0.5 * (counts[top] / seen - probs[top] / probs[top].sum() * (counts[top].sum() / seen)).abs().sum()
+    assert tv < 0.06, (counts[top] / seen, probs[top])
