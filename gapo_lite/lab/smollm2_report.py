@@ -1,0 +1,150 @@
+"""The SmolLM2 spreading experiment's write-up from its recorded results: per seed the held-out table, the
+open-ended suite under each validator (re-scored from the recorded replies), the top answers, and plots.
+
+    python -m gapo_lite.lab.smollm2_report runs/smollm2_spread_s0/results.json runs/smollm2_spread_s1/results.json \\
+        --plots docs/results --record docs/results/smollm2_spread.json
+
+``--record`` writes the results without the raw replies' bulk (the open-ended replies are kept: they are
+what the re-scoring reads) so the docs page's tables can be checked against it.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from gapo_lite.lab.runner import table
+from gapo_lite.lab.smollm2 import LABELS, format_table
+
+VALIDATOR_LABELS = {"word_lists": "kit's word lists", "open": "open vocabularies", "short": "short-answer rule"}
+TOP_PROMPTS = ("city", "country", "animal")
+
+
+def models(results: dict[str, Any]) -> list[str]:
+    return [n for n in LABELS if isinstance(results.get(n), dict) and "heldout_jsd" in results[n]]
+
+
+def open_scores(results: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
+    """model -> validator -> the open suite's scores, from the recorded replies."""
+    from gapo_lite.eval.open_ended import PROMPTS, score_open
+
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for name in models(results):
+        replies = dict(zip(PROMPTS, results[name]["open"]["completions"]))
+        out[name] = {v: score_open(replies, PROMPTS, validator=v) for v in VALIDATOR_LABELS}
+    return out
+
+
+def format_open_table(results: dict[str, Any], scores: dict[str, dict[str, dict[str, Any]]] | None = None) -> str:
+    """Valid-answer Unique@N per prompt (mean of the 10 prompts) and valid rate, per validator and model."""
+    scores = scores or open_scores(results)
+    names = models(results)
+    rows = []
+    for v, label in VALIDATOR_LABELS.items():
+        rows.append((f"Unique@N valid, {label}", [scores[n][v]["mean_unique_valid"] for n in names]))
+        rows.append((f"valid rate, {label}", [scores[n][v]["mean_valid_rate"] for n in names]))
+    rows.append(("distinct replies (raw)", [scores[n]["word_lists"]["mean_unique"] for n in names]))
+    return table(rows, [LABELS[n] for n in names], width=24, label_width=40)
+
+
+def format_top_answers(results: dict[str, Any], scores: dict[str, dict[str, dict[str, Any]]] | None = None, k: int = 5) -> str:
+    """The ``k`` most frequent valid answers (open vocabularies) to a few open prompts, per model."""
+    scores = scores or open_scores(results)
+    lines = []
+    for prompt in TOP_PROMPTS:
+        for name in models(results):
+            top = scores[name]["open"]["prompts"][prompt]["top_valid"][:k]
+            cells = ", ".join(f"{t['answer']} {t['share']:.2f}" for t in top)
+            lines.append(f"{prompt:8s} {LABELS[name]:24s} {cells}")
+    return "\n".join(lines)
+
+
+def plot_positions(all_results: list[dict[str, Any]], path: Path) -> Path:
+    """Held-out answer shares by list position for the three models, one panel per seed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(all_results), figsize=(5 * len(all_results), 3.4), squeeze=False)
+    for ax, results in zip(axes[0], all_results):
+        names = models(results)
+        width = 0.8 / len(names)
+        for j, name in enumerate(names):
+            shares = results[name]["heldout_position_shares"]
+            ax.bar([i + j * width for i in range(len(shares))], shares, width=width, label=f"{LABELS[name]} (JSD {results[name]['heldout_jsd']:.2f})")
+        ax.axhline(1 / len(shares), color="grey", linestyle=":", linewidth=1)
+        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(shares))], [str(i + 1) for i in range(len(shares))])
+        ax.set_xlabel("position of the chosen item in the shown list")
+        ax.set_title(f"seed {results['settings']['seed']}: held-out lists, T = {results['settings']['eval_temperature']:g}")
+        ax.legend(fontsize=7)
+    axes[0][0].set_ylabel("share of valid answers")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_curves(run_dirs: list[Path], path: Path, window: int = 20) -> Path:
+    """Distinct valid answers per group and the group valid rate during training (moving average of ``window`` steps)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.4))
+    for run_dir in run_dirs:
+        for name, prefix in (("gapo", "gapo_frequency"), ("grpo_baseline", "validity")):
+            metrics = run_dir / name / "metrics.jsonl"
+            if not metrics.is_file():
+                continue
+            rows = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
+            rows = [r for r in rows if f"{prefix}/valid_rate" in r]
+            label = f"{LABELS[name]}, {run_dir.name.rsplit('_', 1)[-1]}"
+            for ax, key in ((left, "distinct_per_group"), (right, "valid_rate")):
+                values = [r[f"{prefix}/{key}"] for r in rows]
+                smooth = [sum(values[max(0, i - window + 1): i + 1]) / len(values[max(0, i - window + 1): i + 1]) for i in range(len(values))]
+                ax.plot([r["step"] for r in rows], smooth, label=label)
+    left.set_ylabel("distinct valid answers per group")
+    right.set_ylabel("valid share of the group")
+    for ax in (left, right):
+        ax.set_xlabel("GAPO / GRPO step")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def slim(results: dict[str, Any]) -> dict[str, Any]:
+    """What the docs keep of one seed's results: everything but the held-out choices per sample."""
+    out = json.loads(json.dumps(results))
+    for name in models(out):
+        out[name].pop("heldout_choices", None)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m gapo_lite.lab.smollm2_report", description=__doc__.splitlines()[0])
+    parser.add_argument("results", nargs="+", type=Path, help="results.json of each seed's run")
+    parser.add_argument("--plots", type=Path, help="folder for smollm2_positions.png and smollm2_curves.png")
+    parser.add_argument("--record", type=Path, help="write the seeds' slimmed results here (a JSON list)")
+    args = parser.parse_args(argv)
+    all_results = [json.loads(p.read_text()) for p in args.results]
+    for path, results in zip(args.results, all_results):
+        scores = open_scores(results)
+        print(f"== seed {results['settings']['seed']} ({path})\n{format_table(results)}\n")
+        print(f"{format_open_table(results, scores)}\n\n{format_top_answers(results, scores)}\n")
+    if args.plots:
+        args.plots.mkdir(parents=True, exist_ok=True)
+        print("wrote", plot_positions(all_results, args.plots / "smollm2_positions.png"), "and",
+              plot_curves([p.parent for p in args.results], args.plots / "smollm2_curves.png"))
+    if args.record:
+        args.record.write_text(json.dumps([slim(r) for r in all_results], indent=1))
+        print("wrote", args.record)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
