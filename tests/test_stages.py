@@ -96,3 +96,13 @@ def test_a_folder_of_another_experiment_is_refused(tmp_path, fakes):
     runner.run_staged(make_experiment([]), tmp_path)
     with pytest.raises(UserError, match="other settings.*rl_steps"):
         runner.run_staged(make_experiment([], settings=Settings(rl_steps=2)), tmp_path)
+
+
+def test_the_thread_count_may_change_between_sessions_and_each_stage_records_its_own(tmp_path, fakes):
+    trained, failing = fakes
+    failing["b"] = True
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_staged(make_experiment([]), tmp_path)
+    failing["b"] = False
+    results = runner.run_staged(make_experiment([], settings=Settings(threads=2)), tmp_path)
+    assert results["stage_ran_with"] == {"start": {"threads": 1}, "a": {"threads": 1}, "b": {"threads": 2}}

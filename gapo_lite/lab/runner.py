@@ -86,17 +86,22 @@ def run_staged(experiment: Experiment, out_dir: str | Path, command: str | None 
 class StageStore:
     """Each finished stage's results as ``stages/<name>.json`` in the output folder, written atomically the
     moment the stage ends, so an interrupted experiment reruns only what had not finished. The settings are
-    recorded first: a folder holding a run with other settings is refused rather than mixed into."""
+    recorded first: a folder holding a run with other settings is refused rather than mixed into. Settings
+    that say how to run, not what (``HOW_TO_RUN``), may change between sessions; each stage records its own."""
+
+    HOW_TO_RUN = ("threads",)  # the thread count moves figures only within the RL noise (it changes the order of sums)
 
     def __init__(self, out: Path, settings: dict[str, Any]) -> None:
         self.dir = out / "stages"
         self.dir.mkdir(parents=True, exist_ok=True)
+        settings = json.loads(json.dumps(settings))
         recorded = self.get("settings")
-        if recorded is not None and recorded != json.loads(json.dumps(settings)):
+        changed = sorted(k for k in set(recorded or {}) | set(settings) if k not in self.HOW_TO_RUN and (recorded or {}).get(k) != settings.get(k))
+        if recorded is not None and changed:
             from gapo_lite.errors import UserError
 
-            changed = sorted(k for k in set(recorded) | set(settings) if recorded.get(k) != json.loads(json.dumps(settings.get(k))))
             raise UserError(f"{out} holds an experiment run with other settings ({', '.join(changed)}); use another --out or delete the folder")
+        self.how = {k: settings.get(k) for k in self.HOW_TO_RUN}
         self.put("settings", settings)
 
     def get(self, name: str) -> Any:
@@ -134,12 +139,13 @@ def _run_stages(e: Experiment, out: Path, command: str | None) -> dict[str, Any]
         tok.save_pretrained(start)
         seconds = time.perf_counter() - t0
         before = e.measure(model, tok)
-        first = {"before": before, "pretrain_final_loss": losses[-1] if losses else None, "seconds": seconds, "wall": time.perf_counter() - t0}
+        first = {"before": before, "pretrain_final_loss": losses[-1] if losses else None, "seconds": seconds, "wall": time.perf_counter() - t0, **store.how}
         if e.on_start is not None:
             first.update(e.on_start(first))
         store.put("start", first)
         del model
-    results: dict[str, Any] = {k: v for k, v in first.items() if k not in ("seconds", "wall")}
+    results: dict[str, Any] = {k: v for k, v in first.items() if k not in ("seconds", "wall", *StageStore.HOW_TO_RUN)}
+    ran_with = {"start": {k: first.get(k) for k in StageStore.HOW_TO_RUN}}
     stages: dict[str, float] = {"pretrain": first["seconds"]}
     walls = [first["wall"]]  # each stage with its measurement, whichever session ran it
 
@@ -155,13 +161,15 @@ def _run_stages(e: Experiment, out: Path, command: str | None) -> dict[str, Any]
             result = train(config, **extras)
             seconds = time.perf_counter() - t
             trained, trained_tok = load_trained(result.adapter_dir, start)
-            done = {"measured": e.measure(trained, trained_tok), "seconds": seconds, "wall": time.perf_counter() - t}
+            done = {"measured": e.measure(trained, trained_tok), "seconds": seconds, "wall": time.perf_counter() - t, **store.how}
             store.put(run.name, done)
         results[run.name] = done["measured"]
         stages[run.name] = done["seconds"]
         walls.append(done["wall"])
+        ran_with[run.name] = {k: done.get(k) for k in StageStore.HOW_TO_RUN}
     results["wall_seconds"] = sum(walls)
     results["stage_seconds"] = stages
+    results["stage_ran_with"] = ran_with  # e.g. the thread count of each stage, when sessions differed
     results["settings"] = dataclasses.asdict(s)
     results["command"] = command
     results.update(e.extra_results(results))
