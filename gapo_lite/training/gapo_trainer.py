@@ -27,6 +27,7 @@ from gapo_lite.training.backoff import (
     slice_rows,
     split_bounds,
 )
+from gapo_lite.training.shared_prompt import SharedPromptMixin
 
 logger = logging.getLogger("gapo_lite")
 
@@ -150,7 +151,7 @@ class BackoffMixin:
 
 @lru_cache(maxsize=4)
 def _trainer_class(base: type) -> type:
-    return type("GAPOTrainer", (BackoffMixin, base), {"__doc__": __doc__})
+    return type("GAPOTrainer", (BackoffMixin, SharedPromptMixin, base), {"__doc__": __doc__})
 
 
 def gapo_trainer_class() -> type:

@@ -156,6 +156,7 @@ def build_trainer(
     trainer.gapo_plan = chunking.plan
     trainer.gapo_prompts_per_step = config.prompts_per_step
     trainer.gapo_hardware = hardware
+    trainer.gapo_share_prompts = hardware.backend == "transformers"  # Unsloth computes its log-probs its own way
     print(
         f"gapo-lite: {config.prompts_per_step} prompts x {config.num_generations} completions per step, "
         f"{chunk_size} completions per forward/backward pass ({args.gradient_accumulation_steps} passes per step)"

@@ -1,0 +1,72 @@
+"""The loss forward with each prompt computed once per group: GAPO's G completions of a prompt share it.
+
+TRL scores a micro-batch by running every row, prompt and completion, through the model. In a GAPO group
+the G rows carry the same prompt, so G - 1 of those prompt forwards (and their backwards) are the same
+work again: with 1 prompt x 16 completions of 8 tokens after a 75-token prompt, 1328 tokens go through the
+model where 75 + 16 x 8 = 203 would do. :class:`SharedPromptMixin` runs each distinct prompt once (its KV
+cache kept in the autograd graph), copies the cache to the prompt's completions and runs only their tokens.
+Positions, masks and the log-softmax are TRL's own, so the log-probabilities, entropies and gradients are
+the same up to float rounding (``tests/test_shared_prompt.py``). It stands aside, handing the batch to TRL's
+path, for anything but plain text (images, MoE auxiliary losses) and when no two rows share a prompt.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+
+def prompt_groups(input_ids: torch.Tensor, attention_mask: torch.Tensor, prompt_length: int) -> list[torch.Tensor]:
+    """Row indices of each distinct prompt (ids and mask of the first ``prompt_length`` positions), in first-seen order."""
+    key = torch.cat([input_ids[:, :prompt_length], attention_mask[:, :prompt_length].to(input_ids.dtype)], dim=1)
+    _, inverse = torch.unique(key, dim=0, return_inverse=True)
+    firsts: dict[int, list[int]] = {}
+    for row, group in enumerate(inverse.tolist()):
+        firsts.setdefault(group, []).append(row)
+    return [torch.tensor(rows, device=input_ids.device) for rows in firsts.values()]
+
+
+class SharedPromptMixin:
+    """Layered over a GRPOTrainer class (see :func:`gapo_lite.training.gapo_trainer.gapo_trainer_class`)."""
+
+    gapo_share_prompts: bool = True
+
+    def _full_logits_logps(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None, compute_entropy=False,
+                           compute_aux_loss=False, **extra: Any):
+        plain = compute_aux_loss or not self.gapo_share_prompts or any(v is not None for v in extra.values())
+        prompt_length = input_ids.size(1) - logits_to_keep
+        groups = [] if plain or prompt_length < 1 else prompt_groups(input_ids, attention_mask, prompt_length)
+        if plain or len(groups) == input_ids.size(0):
+            return super()._full_logits_logps(model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
+                                              compute_entropy=compute_entropy, compute_aux_loss=compute_aux_loss, **extra)
+        from trl.trainer.utils import selective_log_softmax, selective_log_softmax_and_entropy
+
+        size = batch_size or input_ids.size(0)
+        order, logps, entropies = [], [], []
+        for rows in groups:
+            for part in rows.split(size):
+                logits = self._shared_prompt_logits(model, input_ids[part], attention_mask[part], prompt_length)
+                ids, mask = input_ids[part, prompt_length:], attention_mask[part, prompt_length:]
+                if compute_entropy:
+                    lp, ent = selective_log_softmax_and_entropy(logits, ids, entropy_requires_grad=self._entropy_bonus_enabled,
+                                                                temperature=self.temperature, row_mask=mask)
+                    entropies.append(ent)
+                else:
+                    lp = selective_log_softmax(logits, ids, temperature=self.temperature, row_mask=mask)
+                logps.append(lp)
+                order.append(part)
+        back = torch.argsort(torch.cat(order))  # the rows in their original order
+        return torch.cat(logps)[back], (torch.cat(entropies)[back] if compute_entropy else None), None
+
+    @staticmethod
+    def _shared_prompt_logits(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, prompt_length: int) -> torch.Tensor:
+        """Logits predicting each completion token of rows that share one prompt: (rows, completion length, vocab)."""
+        rows, completion = input_ids.size(0), input_ids.size(1) - prompt_length
+        head = model(input_ids=input_ids[:1, :prompt_length], attention_mask=attention_mask[:1, :prompt_length], use_cache=True, logits_to_keep=1)
+        first = head.logits[:, -1:, :].expand(rows, 1, -1)  # the last prompt position predicts the first completion token
+        if completion == 1:
+            return first
+        cache = head.past_key_values
+        cache.batch_repeat_interleave(rows)
+        tail = model(input_ids=input_ids[:, prompt_length:-1], attention_mask=attention_mask[:, :-1], past_key_values=cache, use_cache=True)
+        return torch.cat([first, tail.logits], dim=1)

@@ -1,0 +1,84 @@
+"""The shared-prompt loss forward gives TRL's log-probabilities, entropies and gradients (tiny model, LoRA)."""
+from __future__ import annotations
+
+import inspect
+
+import pytest
+import torch
+
+from gapo_lite.training.shared_prompt import SharedPromptMixin, prompt_groups
+
+
+def test_prompt_groups_follow_ids_and_mask():
+    ids = torch.tensor([[5, 6, 1], [5, 6, 2], [7, 6, 1], [5, 6, 3]])
+    mask = torch.tensor([[1, 1, 1], [1, 1, 1], [1, 1, 1], [0, 1, 1]])
+    assert [g.tolist() for g in prompt_groups(ids, mask, 2)] == [[0, 1], [2], [3]]
+
+
+@pytest.fixture(scope="module")
+def lora_model(tiny_model_path):
+    from gapo_lite.models import LoraSettings, load_model
+
+    model, tok = load_model(tiny_model_path, lora=LoraSettings(r=4, alpha=8, dropout=0.0, target_modules=("q_proj", "v_proj", "up_proj")))
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(std=0.3)  # a non-zero adapter, so its gradients and outputs matter
+    return model
+
+
+def trainers():
+    from trl import GRPOTrainer
+
+    class Plain:
+        temperature = 0.8
+        _entropy_bonus_enabled = True
+        _full_logits_logps = GRPOTrainer._full_logits_logps
+
+    class Shared(SharedPromptMixin, Plain):
+        pass
+
+    return Plain(), Shared()
+
+
+@pytest.mark.parametrize("completion", [1, 5])
+def test_same_logps_entropies_and_gradients_as_trls_forward(lora_model, completion):
+    model = lora_model
+    vocab = model.config.vocab_size
+    g = torch.Generator().manual_seed(1)
+    prompts = [torch.randint(3, vocab, (1, 7), generator=g), torch.randint(3, vocab, (1, 7), generator=g)]
+    rows = [0, 1, 0, 0, 1, 0]  # two prompts, interleaved as TRL's shuffle leaves them
+    prompt_ids = torch.cat([prompts[r] for r in rows])
+    prompt_mask = torch.ones_like(prompt_ids)
+    prompt_mask[[1, 4], :2] = 0  # the second prompt left-padded
+    completion_ids = torch.randint(3, vocab, (len(rows), completion), generator=g)
+    completion_mask = torch.ones_like(completion_ids)
+    if completion > 2:
+        completion_mask[2, -2:] = 0  # a completion that ended early
+    ids, mask = torch.cat([prompt_ids, completion_ids], 1), torch.cat([prompt_mask, completion_mask], 1)
+    results = []
+    for trainer in trainers():
+        trainer.model_kwarg_keys = tuple(inspect.signature(model.get_base_model().forward).parameters)
+        model.zero_grad()
+        logps, entropies, _ = trainer._full_logits_logps(model, ids, mask, completion, compute_entropy=True)
+        ((logps * completion_mask).sum() + 0.1 * (entropies * completion_mask).sum()).backward()
+        grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.requires_grad}
+        results.append((logps.detach(), entropies.detach(), grads))
+    (lp_a, ent_a, grad_a), (lp_b, ent_b, grad_b) = results
+    assert lp_a.shape == lp_b.shape == (len(rows), completion)
+    on = completion_mask.bool()
+    assert torch.allclose(lp_a[on], lp_b[on], atol=1e-5) and torch.allclose(ent_a[on], ent_b[on], atol=1e-5)
+    for name in grad_a:
+        assert torch.allclose(grad_a[name], grad_b[name], atol=1e-5, rtol=1e-4), name
+    assert any(g.abs().sum() > 0 for g in grad_b.values())
+
+
+def test_rows_that_share_nothing_take_trls_path(lora_model, monkeypatch):
+    _, shared = trainers()
+    shared.model_kwarg_keys = ("logits_to_keep",)
+    ids = torch.tensor([[5, 6, 7, 8], [9, 6, 7, 8]])
+    called = []
+    monkeypatch.setattr(SharedPromptMixin, "_shared_prompt_logits", lambda *a: called.append(1))
+    shared._full_logits_logps(lora_model, ids, torch.ones_like(ids), 2)
+    assert not called
