@@ -92,16 +92,43 @@ def _split(n: int, batch_size: int) -> list[int]:
 
 
 def _sample_shared_prefix(model: Any, tokenizer: Any, ids: Any, copies: int, kwargs: dict[str, Any]) -> list[str]:
-    """``copies`` completions of one prompt (``ids``: 1 x T), its first T - 1 tokens prefilled once."""
+    """``copies`` completions of one prompt (``ids``: 1 x T)."""
     import torch
 
-    if ids.shape[1] < 2:  # nothing to share
-        out = model.generate(input_ids=ids.repeat(copies, 1), attention_mask=torch.ones_like(ids).repeat(copies, 1), **kwargs)
-    else:
-        cache = model(input_ids=ids[:, :-1], use_cache=True).past_key_values
-        cache.batch_repeat_interleave(copies)
-        batch = ids.repeat(copies, 1)
-        out = model.generate(input_ids=batch, attention_mask=torch.ones_like(batch), past_key_values=cache, **kwargs)
+    batch = ids.repeat(copies, 1)
+    out = generate_shared_prefix(model, batch, torch.ones_like(batch), **kwargs)
     return tokenizer.batch_decode(out[:, ids.shape[1]:], skip_special_tokens=True)
 
 
+def generate_shared_prefix(model: Any, input_ids: Any, attention_mask: Any, *, generate: Any = None, **kwargs: Any) -> Any:
+    """``model.generate`` on a left-padded batch, each distinct prompt (ids and mask) prefilled once.
+
+    Rows that repeat a prompt (GAPO's G completions, an evaluation's n samples) get a copy of its KV cache;
+    positions follow the attention mask as ``generate`` sets them. Returns prompt + completion ids in the
+    rows' order, groups that stopped early padded on the right with ``pad_token_id``. ``generate``: the
+    generation method to call (default ``model.generate``).
+    """
+    import torch
+
+    generate = generate or model.generate
+    pad = kwargs.get("pad_token_id")
+    if pad is None and "generation_config" in kwargs:
+        pad = kwargs["generation_config"].pad_token_id
+    key = torch.cat([input_ids, attention_mask.to(input_ids.dtype)], dim=1)
+    _, inverse = torch.unique(key, dim=0, return_inverse=True)
+    if input_ids.shape[1] < 2 or int(inverse.max()) + 1 == input_ids.shape[0]:  # nothing to share
+        return generate(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
+    outputs: dict[int, Any] = {}
+    for group in inverse.unique().tolist():
+        rows = (inverse == group).nonzero().flatten()
+        ids, mask = input_ids[rows[:1]], attention_mask[rows[:1]]
+        positions = (mask.long().cumsum(-1) - 1).clamp(min=0)
+        cache = model(input_ids=ids[:, :-1], attention_mask=mask[:, :-1], position_ids=positions[:, :-1], use_cache=True, logits_to_keep=1).past_key_values
+        cache.batch_repeat_interleave(len(rows))
+        out = generate(input_ids=ids.repeat(len(rows), 1), attention_mask=mask.repeat(len(rows), 1), past_key_values=cache, **kwargs)
+        outputs.update(zip(rows.tolist(), out))
+    width = max(o.shape[0] for o in outputs.values())
+    if any(o.shape[0] < width for o in outputs.values()) and pad is None:
+        raise ValueError("generate_shared_prefix: groups stopped at different lengths and no pad_token_id was given to pad them")
+    rows = [torch.nn.functional.pad(outputs[i], (0, width - outputs[i].shape[0]), value=pad if pad is not None else 0) for i in range(len(outputs))]
+    return torch.stack(rows)

@@ -82,3 +82,25 @@ def test_rows_that_share_nothing_take_trls_path(lora_model, monkeypatch):
     monkeypatch.setattr(SharedPromptMixin, "_shared_prompt_logits", lambda *a: called.append(1))
     shared._full_logits_logps(lora_model, ids, torch.ones_like(ids), 2)
     assert not called
+
+
+def test_generation_with_shared_prompts_matches_plain_generate(lora_model):
+    """Greedy decoding of a left-padded batch of two prompts, each repeated: the same ids either way."""
+    from gapo_lite.training.shared_prompt import share_prompts_in_generation
+
+    model = lora_model
+    g = torch.Generator().manual_seed(2)
+    a, b = torch.randint(3, model.config.vocab_size, (1, 6), generator=g), torch.randint(3, model.config.vocab_size, (1, 4), generator=g)
+    b = torch.cat([torch.zeros(1, 2, dtype=torch.long), b], 1)
+    ids = torch.cat([a, b, a, a, b])
+    mask = torch.ones_like(ids)
+    mask[[1, 4], :2] = 0
+    kwargs = dict(max_new_tokens=5, do_sample=False, pad_token_id=0, eos_token_id=None)
+    with torch.no_grad():
+        want = model.generate(input_ids=ids, attention_mask=mask, **kwargs)
+        share_prompts_in_generation(model)
+        try:
+            got = model.generate(input_ids=ids, attention_mask=mask, **kwargs)
+        finally:
+            del model.generate  # back to the class's method for the other tests
+    assert torch.equal(got, want)

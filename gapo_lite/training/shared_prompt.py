@@ -1,4 +1,4 @@
-"""The loss forward with each prompt computed once per group: GAPO's G completions of a prompt share it.
+"""Each prompt computed once per group, in generation and in the loss forward: GAPO's G completions share it.
 
 TRL scores a micro-batch by running every row, prompt and completion, through the model. In a GAPO group
 the G rows carry the same prompt, so G - 1 of those prompt forwards (and their backwards) are the same
@@ -8,6 +8,8 @@ cache kept in the autograd graph), copies the cache to the prompt's completions 
 Positions, masks and the log-softmax are TRL's own, so the log-probabilities, entropies and gradients are
 the same up to float rounding (``tests/test_shared_prompt.py``). It stands aside, handing the batch to TRL's
 path, for anything but plain text (images, MoE auxiliary losses) and when no two rows share a prompt.
+:func:`share_prompts_in_generation` does the same for TRL's ``generate`` call
+(:func:`gapo_lite.sampling.generate_shared_prefix`).
 """
 from __future__ import annotations
 
@@ -70,3 +72,17 @@ class SharedPromptMixin:
         cache.batch_repeat_interleave(rows)
         tail = model(input_ids=input_ids[:, prompt_length:-1], attention_mask=attention_mask[:, :-1], past_key_values=cache, use_cache=True)
         return torch.cat([first, tail.logits], dim=1)
+
+
+def share_prompts_in_generation(model: Any) -> None:
+    """Make ``model.generate`` prefill each distinct prompt of a batch once (plain text inputs; else as before)."""
+    from gapo_lite.sampling import generate_shared_prefix
+
+    original = model.generate
+
+    def generate(input_ids=None, attention_mask=None, **kwargs):
+        if input_ids is None or attention_mask is None or set(kwargs) - {"generation_config", "disable_compile"}:
+            return original(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
+        return generate_shared_prefix(model, input_ids, attention_mask, generate=original, **kwargs)
+
+    model.generate = generate

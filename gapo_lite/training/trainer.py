@@ -157,6 +157,10 @@ def build_trainer(
     trainer.gapo_prompts_per_step = config.prompts_per_step
     trainer.gapo_hardware = hardware
     trainer.gapo_share_prompts = hardware.backend == "transformers"  # Unsloth computes its log-probs its own way
+    if trainer.gapo_share_prompts:
+        from gapo_lite.training.shared_prompt import share_prompts_in_generation
+
+        share_prompts_in_generation(trainer.model)
     print(
         f"gapo-lite: {config.prompts_per_step} prompts x {config.num_generations} completions per step, "
         f"{chunk_size} completions per forward/backward pass ({args.gradient_accumulation_steps} passes per step)"
