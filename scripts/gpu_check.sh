@@ -7,7 +7,7 @@
 #   scripts/gpu_check.sh --quick         # 7B, unsloth, 1 step, no train() stage
 #   scripts/gpu_check.sh --skip-32b      # 7B only
 #   scripts/gpu_check.sh --dry-run       # CPU: tiny model through the same stages
-# Options are those of scripts/gpu_check.py (--help).
+# Options are those of scripts/gpu_check.py (--help). PYTHON picks the interpreter (default python).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ -z "${VIRTUAL_ENV:-}" && -f .venv/bin/activate ]]; then
@@ -21,4 +21,4 @@ if [[ " $* " != *" --dry-run "* ]] && ! command -v nvidia-smi >/dev/null 2>&1; t
   exit 2
 fi
 command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version --format=csv,noheader || true
-exec timeout --kill-after=10 "${GPU_CHECK_TIMEOUT_S:-420}" python -u scripts/gpu_check.py "$@"
+exec timeout --kill-after=10 "${GPU_CHECK_TIMEOUT_S:-420}" "${PYTHON:-python}" -u scripts/gpu_check.py "$@"

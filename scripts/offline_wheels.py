@@ -29,7 +29,6 @@ import csv
 import hashlib
 import io
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -182,6 +181,8 @@ def resolve(roots: Iterable[str], provided: dict[str, str | None], skip: dict[st
         todo = []
         wheels.update(new)
         for name, wheel in new.items():
+            if wheels.get(name) != wheel:  # dropped a moment ago: a package read in this round narrowed its range
+                continue
             for req in requirements_of(wheel_metadata(wheel), env, extras.get(name, ())):
                 dep = canon(req.name)
                 if dep in provided:
