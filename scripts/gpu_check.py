@@ -21,11 +21,11 @@ Stages, each in its own subprocess (``scripts/gpu_check_worker.py``) with its ow
    estimate, step time, generated tokens/s;
 2. ``7B/unsloth/train``: recipe ``qwen7b_lists`` through the real ``train()`` (2 steps, ``memory_budget_gb``
    capped at ``--train-budget-gb``, a checkpoint and the adapter saved and checked);
-3. ``7B/transformers/pair``;
-4. ``Llama-3.1-8B/unsloth/pair``: a random-initialised Llama-3.1-8B built from its published config
+3. ``Llama-3.1-8B/unsloth/pair``: a random-initialised Llama-3.1-8B built from its published config
    (``LLAMA31_8B_CONFIG``, a plain dict: no hub) through the same ``build_trainer`` path for one step, so the
    planner-from-config meets a model that is not Qwen; skipped, saying so, when less than ``--llama-min-s``
    is left;
+4. ``7B/transformers/pair``;
 5. the 32B pairs, only when there is room for its 65 GB of weights (disk and GPU) and time left; otherwise
    the table says why they were skipped.
 
@@ -372,17 +372,25 @@ def room_for(spec: ModelSpec, work_dir: Path) -> str | None:
 def plan_stages(args: argparse.Namespace) -> list[tuple[str, str, str]]:
     """(model key, backend, stage) in running order: unsloth pair, train(), other backends, then the next model.
 
-    A Llama gets one pair stage on the first backend (Unsloth unless left out): it checks the path, not speed."""
-    stages = []
+    A Llama gets one pair stage on the first backend (Unsloth unless left out): it checks the path, not speed.
+    It runs right after the previous model's first-backend stages, before that model's other backends, so a
+    short run reaches it."""
+    stages: list[tuple[str, str, str]] = []
+    later: list[tuple[str, str, str]] = []  # the previous model's other-backend stages, run after a following Llama
     for model in args.model_list:
         if is_llama(model):
             stages.append((model, args.backend_list[0], "pair"))
             continue
+        stages += later
+        later = []
         for i, backend in enumerate(args.backend_list):
-            stages.append((model, backend, "pair"))
-            if i == 0 and model in ("7b", "tiny") and args.train_stage:
-                stages.append((model, backend, "train"))
-    return stages
+            if i == 0:
+                stages.append((model, backend, "pair"))
+                if model in ("7b", "tiny") and args.train_stage:
+                    stages.append((model, backend, "train"))
+            else:
+                later.append((model, backend, "pair"))
+    return stages + later
 
 
 def print_row(row: dict[str, Any]) -> None:

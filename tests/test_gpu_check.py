@@ -36,8 +36,8 @@ def test_arguments(script):
     quick = script.parse_args(["--quick"])
     assert (quick.model_list, quick.backend_list, quick.steps, quick.train_stage) == (["7b"], ["unsloth"], 1, False)
     stages = script.plan_stages(args)
-    assert stages[:3] == [("7b", "unsloth", "pair"), ("7b", "unsloth", "train"), ("7b", "transformers", "pair")]
-    assert stages[3] == ("llama8b", "unsloth", "pair")  # after the 7B stages, one Unsloth stage
+    assert stages[:2] == [("7b", "unsloth", "pair"), ("7b", "unsloth", "train")]
+    assert stages[2:4] == [("llama8b", "unsloth", "pair"), ("7b", "transformers", "pair")]  # after the 7B Unsloth stages, one Unsloth stage
     assert stages[4:] == [("32b", "unsloth", "pair"), ("32b", "transformers", "pair")]  # 32B last: first to be skipped
     assert script.parse_args(["--skip-32b"]).model_list == ["7b", "llama8b"]
     assert script.parse_args(["--models", "32b", "--backends", "transformers"]).backend_list == ["transformers"]
