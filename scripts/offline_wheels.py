@@ -289,6 +289,12 @@ def build(out_dir: Path, *, provided: dict[str, str | None], skip: dict[str, str
             if bad:
                 raise SystemExit(f"offline_wheels: RECORD of {wheel.name} does not match its files: {bad[:3]}")
     sizes = {w.name: w.stat().st_size for w in sorted(out_dir.glob("*.whl"))}
+    # What was chosen, for the record (unpinned dependencies take the newest release the requirers admit).
+    manifest = []
+    for n, size in sizes.items():
+        name, version = wheel_name_version(out_dir / n)
+        manifest.append(f"{name}=={version}  {size}  sha256:{hashlib.sha256((out_dir / n).read_bytes()).hexdigest()}  {n}")
+    (out_dir / "MANIFEST.txt").write_text(f"# scripts/offline_wheels.py for Python {python_version}, glibc {glibc}, CUDA {cuda}\n" + "\n".join(manifest) + "\n")
     width = max(len(n) for n in sizes)
     for name, size in sorted(sizes.items(), key=lambda kv: -kv[1]):
         print(f"{name:<{width}}  {size / MIB:7.2f} MiB")

@@ -149,6 +149,7 @@ def test_size_limit_fails_loudly(ow, tmp_path, monkeypatch):
         ow.build(tmp_path / "wh", provided={}, skip={}, pins={}, python_version="3.12", glibc="2.28", cuda="130", max_mib=0.1)
     sizes = ow.build(tmp_path / "wh", provided={}, skip={}, pins={}, python_version="3.12", glibc="2.28", cuda="130", max_mib=1)
     assert list(sizes) == ["big-1.0-py3-none-any.whl"]
+    assert (tmp_path / "wh" / "MANIFEST.txt").read_text().splitlines()[1].startswith("big==1.0  ")
 
 
 BARE = ["torch==2.13.0", "transformers==5.17.0", "accelerate==1.15.0", "peft==0.21.2", "safetensors==0.8.0", "tokenizers==0.23.3", "numpy==2.4.6",
