@@ -152,6 +152,26 @@ def test_size_limit_fails_loudly(ow, tmp_path, monkeypatch):
     assert (tmp_path / "wh" / "MANIFEST.txt").read_text().splitlines()[1].startswith("big==1.0  ")
 
 
+def test_offline_command_installs_with_target_and_reports(tmp_path):
+    """scripts/offline_gpu_check.sh: usage errors in one line; the wheels go into OFFLINE_SITE, first on PYTHONPATH, and
+    gpu_check.sh gets the time left, a budget a minute less and --json-out (here --versions stops it at once)."""
+    command = str(REPO / "scripts" / "offline_gpu_check.sh")
+    usage = subprocess.run([command], capture_output=True, text=True)
+    assert usage.returncode == 2 and usage.stderr.startswith("usage: scripts/offline_gpu_check.sh WHEELHOUSE RESULTS_DIR")
+    nowheels = subprocess.run([command, str(tmp_path), str(tmp_path / "r")], capture_output=True, text=True)
+    assert nowheels.returncode == 2 and "no .whl files in" in nowheels.stdout + nowheels.stderr
+    (tmp_path / "wh").mkdir()
+    make_wheel(tmp_path / "wh", "xformers", "9.9.9", {"xformers/__init__.py": b"__version__ = '9.9.9'\n"})  # a stand-in that shows up in --versions
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env.update(PYTHON=sys.executable, OFFLINE_SITE=str(tmp_path / "site"))
+    done = subprocess.run([command, str(tmp_path / "wh"), str(tmp_path / "results"), "--dry-run", "--versions"], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    log = (tmp_path / "results" / "gpu_check.log").read_text()
+    assert "installing 1 wheels" in log and (tmp_path / "site" / "xformers" / "__init__.py").is_file()
+    assert "  xformers      9.9.9" in log and "  torch         2." in log  # versions in use, the wheelhouse's first
+    assert "running scripts/gpu_check.sh within" in log and "gpu_check.sh exited 0" in log
+
+
 BARE = ["torch==2.13.0", "transformers==5.17.0", "accelerate==1.15.0", "peft==0.21.2", "safetensors==0.8.0", "tokenizers==0.23.3", "numpy==2.4.6",
         "matplotlib==3.11.2"]
 IMAGE_DATA = ["pyarrow", "pandas"]  # also in the image (offline_provided.txt); datasets imports them
