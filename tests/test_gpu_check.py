@@ -77,6 +77,8 @@ def test_llama_config_is_the_published_one_and_the_planner_reads_it(script):
     spec = script.spec_for("llama8b")
     assert spec.name == "Llama-3.1-8B" and not spec.qkv_bias and not spec.tie_word_embeddings
     config = LlamaConfig(**{k: v for k, v in raw.items() if k not in ("model_type", "architectures")})
+    rope = config.to_dict()["rope_parameters"]  # transformers 5 keeps rope_theta and the llama3 scaling together
+    assert (rope["rope_type"], rope["rope_theta"], rope["factor"], rope["original_max_position_embeddings"]) == ("llama3", 500000.0, 8.0, 8192)
     with torch.device("meta"):
         model_ = AutoModelForCausalLM.from_config(config)
     assert sum(p.numel() for p in model_.parameters()) == spec.num_params == 8_030_261_248
