@@ -172,6 +172,17 @@ def test_offline_command_installs_with_target_and_reports(tmp_path):
     assert "running scripts/gpu_check.sh within" in log and "gpu_check.sh exited 0" in log
 
 
+def find_python(version: str) -> str | None:
+    """A working ``python<version>`` (on PATH or a pyenv version), or None."""
+    import glob
+    import shutil
+
+    for candidate in [shutil.which(f"python{version}"), *sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{version}*/bin/python{version}")))]:
+        if candidate and subprocess.run([candidate, "-m", "pip", "--version"], capture_output=True).returncode == 0:
+            return candidate
+    return None
+
+
 BARE = ["torch==2.13.0", "transformers==5.17.0", "accelerate==1.15.0", "peft==0.21.2", "safetensors==0.8.0", "tokenizers==0.23.3", "numpy==2.4.6",
         "matplotlib==3.11.2"]
 IMAGE_DATA = ["pyarrow", "pandas"]  # also in the image (offline_provided.txt); datasets imports them
@@ -180,9 +191,9 @@ IMAGE_DATA = ["pyarrow", "pandas"]  # also in the image (offline_provided.txt); 
 @pytest.mark.slow
 @pytest.mark.network
 def test_wheelhouse_in_a_bare_environment(tmp_path):
-    """The real thing: build the cp312 wheelhouse (size limit) and one for this Python; in a fresh venv holding only the
-    image's packages, install it with --target, import trl, unsloth, bitsandbytes, datasets, and run the one offline
-    command (scripts/offline_gpu_check.sh) with --dry-run."""
+    """The real thing: build the cp312 wheelhouse (size limit; installed and its compiled modules loaded when a Python
+    3.12 is here) and one for this Python; in a fresh venv holding only the image's packages, install it with --target,
+    import trl, unsloth, bitsandbytes, datasets, and run the one offline command (scripts/offline_gpu_check.sh) with --dry-run."""
     start = time.perf_counter()
     mib = 1024**2
     target = subprocess.run([str(REPO / "scripts" / "offline_wheels.sh"), str(tmp_path / "wh312")], capture_output=True, text=True, cwd=REPO)
@@ -191,6 +202,13 @@ def test_wheelhouse_in_a_bare_environment(tmp_path):
     assert total <= 40 * mib and "total (" in target.stdout
     names = {p.name.split("-")[0].lower() for p in (tmp_path / "wh312").glob("*.whl")}
     assert {"trl", "unsloth", "unsloth_zoo", "bitsandbytes", "datasets"} <= names and not {"torch", "transformers", "xformers"} & names
+    py312 = find_python("3.12")
+    if py312 is not None:  # the target's Python: the cp312 wheels install with --target and their compiled modules load
+        wheels312 = [str(p) for p in (tmp_path / "wh312").glob("*.whl")]
+        subprocess.run([py312, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--target", str(tmp_path / "site312"), *wheels312], check=True)
+        loads = subprocess.run([py312, "-c", "import xxhash, msgspec, sentencepiece, charset_normalizer, dill, multiprocess, google.protobuf; print('ok')"],
+                               capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(tmp_path / "site312")), cwd=tmp_path)
+        assert loads.stdout.strip() == "ok", loads.stderr[-2000:]
     here = f"{sys.version_info.major}.{sys.version_info.minor}"
     local = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "wh"), "--python-version", here], capture_output=True, text=True, cwd=REPO)
     assert local.returncode == 0, local.stdout[-2000:] + local.stderr[-2000:]
