@@ -105,3 +105,21 @@ def test_docs_agree_with_the_recorded_run(gt):
     run = gt.load_run(gt.RECORDED)
     assert section == gt.render(run), "docs/gpu.md is out of date: run python scripts/gpu_table.py docs/results/gpu_check.json --write"
     assert_table_matches(gt, section, run)
+
+
+def test_what_gpu_check_writes_is_what_the_table_reads(gt):
+    """The record gpu_check.py --json-out writes (its own function, not a copy) renders, figure for figure."""
+    import os
+    import time
+
+    before = os.environ.get("GAPO_LITE_BACKEND")
+    spec = importlib.util.spec_from_file_location("gpu_check_for_table", REPO / "scripts" / "gpu_check.py")
+    check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check)
+    if before is None:  # gpu_check.py defaults the backend for its own process
+        os.environ.pop("GAPO_LITE_BACKEND", None)
+    record = check.run_record(check.parse_args(["--dry-run"]), "no GPU (dry run)", SAMPLE["rows"], None, time.time())
+    assert json.loads(json.dumps(record)) == record
+    markdown = gt.render(record)
+    assert_table_matches(gt, markdown, record)
+    assert "(CPU dry run, tiny models)" in markdown and "cut short" not in markdown
