@@ -21,12 +21,21 @@ Stages, each in its own subprocess (``scripts/gpu_check_worker.py``) with its ow
    estimate, step time, generated tokens/s;
 2. ``7B/unsloth/train``: recipe ``qwen7b_lists`` through the real ``train()`` (2 steps, ``memory_budget_gb``
    capped at ``--train-budget-gb``, a checkpoint and the adapter saved and checked);
-3. ``7B/transformers/pair``; then the 32B pairs, only when there is room for its 65 GB of weights (disk and
-   GPU) and time left; otherwise the table says why they were skipped.
+3. ``Llama-3.1-8B/unsloth/pair``: a random-initialised Llama-3.1-8B built from its published config
+   (``LLAMA31_8B_CONFIG``, a plain dict: no hub) through the same ``build_trainer`` path for one step, so the
+   planner-from-config meets a model that is not Qwen; skipped, saying so, when less than ``--llama-min-s``
+   is left;
+4. ``7B/transformers/pair``;
+5. the 32B pairs, only when there is room for its 65 GB of weights (disk and GPU) and time left; otherwise
+   the table says why they were skipped.
 
 Every figure is printed (and flushed) the moment it is measured, and each stage's row as soon as it ends, so
-a timeout keeps what was printed. Peak VRAM is ``torch.cuda.max_memory_allocated``; the planner's estimate
-also counts 1 GiB of CUDA context that this does not see."""
+a timeout keeps what was printed. ``--json-out FILE`` also writes the run (GPU, versions, date, every row so far
+and the stage in flight) to FILE after each stage, atomically (a temporary file renamed over it), so a run cut
+short keeps every finished stage's figures; ``scripts/gpu_table.py`` turns it into the docs' table.
+
+Peak VRAM is ``torch.cuda.max_memory_allocated``; the planner's estimate also counts 1 GiB of CUDA context
+that this does not see."""
 from __future__ import annotations
 
 import argparse
@@ -51,14 +60,27 @@ os.environ.setdefault("GAPO_LITE_BACKEND", "transformers")
 from gapo_lite.memory.specs import ModelSpec, count_parameters  # noqa: E402  (no torch at import)
 
 GIB = 1024**3
-MODELS = {"7b": "qwen2.5-7b", "32b": "qwen2.5-32b"}
+MODELS = {"7b": "qwen2.5-7b", "llama8b": "Llama-3.1-8B", "32b": "qwen2.5-32b"}
+# meta-llama/Llama-3.1-8B's published config.json (the shapes and rope; ids come from the check's tokenizer).
+LLAMA31_8B_CONFIG: dict[str, Any] = dict(
+    model_type="llama", architectures=["LlamaForCausalLM"], hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
+    num_attention_heads=32, num_key_value_heads=8, head_dim=128, vocab_size=128256, max_position_embeddings=131072, rms_norm_eps=1e-5,
+    rope_theta=500000.0, rope_scaling=dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0, original_max_position_embeddings=8192),
+    hidden_act="silu", attention_bias=False, mlp_bias=False, tie_word_embeddings=False, initializer_range=0.02,
+)
+LLAMA_STEPS = 1  # one step: the point is that the path runs and what it holds, not a speed figure
+# The dry run's stand-in for the Llama stage: the same config with tiny shapes (same rope, untied head, no biases).
+DRY_RUN_LLAMA = dict(LLAMA31_8B_CONFIG, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                     head_dim=16, vocab_size=1024)
+# What the check reports versions of (importlib.metadata: nothing is imported to read them).
+VERSIONED = ("torch", "transformers", "trl", "unsloth", "unsloth_zoo", "peft", "accelerate", "bitsandbytes", "datasets", "xformers", "triton")
 BACKENDS = ("unsloth", "transformers")
 DRY_RUN_SHAPES = dict(num_layers=2, hidden_size=64, num_heads=4, num_kv_heads=2, intermediate_size=128, vocab_size=1024, tie_word_embeddings=True)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default="7b,32b", help="comma-separated: 7b, 32b")
+    parser.add_argument("--models", default="7b,llama8b,32b", help="comma-separated: 7b, llama8b, 32b")
     parser.add_argument("--backends", default="unsloth,transformers", help="comma-separated: unsloth, transformers")
     parser.add_argument("--skip-32b", action="store_true", help="same as leaving 32b out of --models")
     parser.add_argument("--quick", action="store_true", help="7B only, unsloth only, 1 step, no train() stage")
@@ -76,6 +98,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--no-train-stage", dest="train_stage", action="store_false", help="skip the train() stage")
     parser.add_argument("--keep", action="store_true", help="keep the built checkpoints")
     parser.add_argument("--json", action="store_true", help="also print the results as JSON")
+    parser.add_argument("--json-out", type=Path, default=None, help="write the run as JSON to this file after every stage (atomically)")
+    parser.add_argument("--llama-min-s", type=float, default=150.0, help="skip the Llama-3.1-8B stage when less than this is left of the time budget")
+    parser.add_argument("--versions", action="store_true", help="print the versions of the packages the check uses and exit")
     args = parser.parse_args(argv)
     models = [m.strip().lower() for m in args.models.split(",") if m.strip()]
     backends = [b.strip().lower() for b in args.backends.split(",") if b.strip()]
@@ -87,7 +112,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.quick:
         models, backends, args.steps, args.train_stage = ["7b"], ["unsloth"], 1, False
     if args.dry_run:
-        models, backends = ["tiny"], ["transformers"]
+        models, backends = ["tiny", "tiny-llama"], ["transformers"]
         args.num_generations = min(args.num_generations, 4)
         args.completion_tokens = min(args.completion_tokens, 8)
         args.lora_rank = min(args.lora_rank, 4)
@@ -103,11 +128,45 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def is_llama(model: str) -> bool:
+    return model in ("llama8b", "tiny-llama")
+
+
+def llama_config_dict(model: str) -> dict[str, Any]:
+    return dict(LLAMA31_8B_CONFIG if model == "llama8b" else DRY_RUN_LLAMA)
+
+
 def spec_for(model: str) -> ModelSpec:
-    """The ModelSpec of a --models entry (``tiny`` is the dry run's model)."""
+    """The ModelSpec of a --models entry (``tiny`` and ``tiny-llama`` are the dry run's models).
+
+    A Llama's spec comes from its config dict through the planner's own ``ModelSpec.from_config``, as it
+    would from the saved folder's config.json."""
     if model == "tiny":
         return ModelSpec(name="tiny-dry-run", num_params=count_parameters(**DRY_RUN_SHAPES), **DRY_RUN_SHAPES)
+    if is_llama(model):
+        return ModelSpec.from_config(llama_config_dict(model), name="Llama-3.1-8B" if model == "llama8b" else "tiny-llama-dry-run")
     return ModelSpec.builtin(MODELS[model])
+
+
+def package_versions() -> dict[str, str | None]:
+    """Installed versions of ``VERSIONED`` (None when missing), read from their metadata."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found: dict[str, str | None] = {}
+    for name in VERSIONED:
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = None
+    return found
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write ``data`` to ``path`` through a temporary file renamed over it: a reader (or a kill) never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    os.replace(tmp, path)
 
 
 def qwen2_config_kwargs(spec: ModelSpec, *, pad_token_id: int, eos_token_id: int, max_positions: int = 4096) -> dict[str, Any]:
@@ -178,16 +237,21 @@ def default_work_dir(needed_bytes: int) -> Path:
     return Path("/tmp/gapo_gpu_check")
 
 
-def build_checkpoint(spec: ModelSpec, out_dir: Path, tokenizer_dir: Path | None = None) -> Path:
-    """Save a randomly initialised Qwen2 with ``spec``'s shapes (bf16 on CUDA, fp32 on CPU) and a tokenizer."""
+def build_checkpoint(spec: ModelSpec, out_dir: Path, tokenizer_dir: Path | None = None, llama: dict[str, Any] | None = None) -> Path:
+    """Save a randomly initialised Qwen2 with ``spec``'s shapes (or, given ``llama``, a Llama from that config
+    dict) in bf16 on CUDA, fp32 on CPU, and a tokenizer."""
     import torch
-    from transformers import AutoModelForCausalLM, Qwen2Config
+    from transformers import AutoModelForCausalLM, LlamaConfig, Qwen2Config
 
     free = shutil.disk_usage(out_dir.parent if out_dir.parent.exists() else Path("/")).free
     if free < checkpoint_bytes(spec):
         raise RuntimeError(f"{out_dir.parent} has {free / GIB:.1f} GiB free; the {spec.name} checkpoint needs {checkpoint_bytes(spec) / GIB:.1f} GiB")
     tokenizer = build_tokenizer_for(spec, tokenizer_dir)
-    config = Qwen2Config(**qwen2_config_kwargs(spec, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id))
+    if llama is not None:
+        fields = {k: v for k, v in llama.items() if k not in ("model_type", "architectures")}
+        config = LlamaConfig(**fields, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, bos_token_id=None)
+    else:
+        config = Qwen2Config(**qwen2_config_kwargs(spec, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id))
     cuda = torch.cuda.is_available()
     dtype = torch.bfloat16 if cuda else torch.float32
     torch.manual_seed(0)
@@ -210,7 +274,7 @@ def format_results(rows: list[dict[str, Any]]) -> str:
     def gib(value: Any) -> str:
         return f"{value / GIB:.2f}" if isinstance(value, (int, float)) else "-"
 
-    header = f"{'model':<14}{'backend':<14}{'stage':<7}{'peak VRAM GiB':>14}{'plan GiB':>10}{'plan/peak':>10}{'chunk':>7}{'step s':>9}{'gen tok/s':>11}  status"
+    header = f"{'model':<20}{'backend':<14}{'stage':<7}{'peak VRAM GiB':>14}{'plan GiB':>10}{'plan/peak':>10}{'chunk':>7}{'step s':>9}{'gen tok/s':>11}  status"
     lines = [header, "-" * len(header)]
     for r in rows:
         peak, est = r.get("peak_vram_bytes"), r.get("estimate_bytes")
@@ -218,7 +282,7 @@ def format_results(rows: list[dict[str, Any]]) -> str:
         step = f"{r['step_seconds']:.1f}" if isinstance(r.get("step_seconds"), (int, float)) else "-"
         tps = f"{r['tokens_per_second']:.0f}" if isinstance(r.get("tokens_per_second"), (int, float)) else "-"
         chunk = str(r.get("chunk_size", "-"))
-        name = f"{r['model']:<14}{r['backend']:<14}{r.get('stage', 'pair'):<7}"
+        name = f"{r['model']:<20}{r['backend']:<14}{r.get('stage', 'pair'):<7}"
         lines.append(f"{name}{gib(peak):>14}{gib(est):>10}{ratio:>10}{chunk:>7}{step:>9}{tps:>11}  {r.get('status', '')}")
     return "\n".join(lines)
 
@@ -240,10 +304,11 @@ def worker_env(backend: str, work_dir: Path) -> dict[str, str]:
 
 
 def worker_command(stage: str, model_dir: Path, model_name: str, backend: str, args: argparse.Namespace, result_file: Path) -> list[str]:
+    steps = LLAMA_STEPS if model_name.startswith(("Llama", "tiny-llama")) else args.steps
     return [
         sys.executable, str(WORKER), "--stage", stage, "--model-dir", str(model_dir), "--model-name", model_name, "--backend", backend,
         "--result-file", str(result_file), "--out-dir", str(model_dir.parent / f"out-{model_name}-{backend}-{stage}"),
-        "--steps", str(args.steps), "--num-generations", str(args.num_generations), "--prompts-per-step", str(args.prompts_per_step),
+        "--steps", str(steps), "--num-generations", str(args.num_generations), "--prompts-per-step", str(args.prompts_per_step),
         "--completion-tokens", str(args.completion_tokens), "--lora-rank", str(args.lora_rank), "--train-budget-gb", str(args.train_budget_gb),
     ]
 
@@ -305,22 +370,51 @@ def room_for(spec: ModelSpec, work_dir: Path) -> str | None:
 
 
 def plan_stages(args: argparse.Namespace) -> list[tuple[str, str, str]]:
-    """(model key, backend, stage) in running order: unsloth pair, train(), other backends, then the next model."""
-    stages = []
+    """(model key, backend, stage) in running order: unsloth pair, train(), other backends, then the next model.
+
+    A Llama gets one pair stage on the first backend (Unsloth unless left out): it checks the path, not speed.
+    It runs right after the previous model's first-backend stages, before that model's other backends, so a
+    short run reaches it."""
+    stages: list[tuple[str, str, str]] = []
+    later: list[tuple[str, str, str]] = []  # the previous model's other-backend stages, run after a following Llama
     for model in args.model_list:
+        if is_llama(model):
+            stages.append((model, args.backend_list[0], "pair"))
+            continue
+        stages += later
+        later = []
         for i, backend in enumerate(args.backend_list):
-            stages.append((model, backend, "pair"))
-            if i == 0 and model in ("7b", "tiny") and args.train_stage:
-                stages.append((model, backend, "train"))
-    return stages
+            if i == 0:
+                stages.append((model, backend, "pair"))
+                if model in ("7b", "tiny") and args.train_stage:
+                    stages.append((model, backend, "train"))
+            else:
+                later.append((model, backend, "pair"))
+    return stages + later
 
 
 def print_row(row: dict[str, Any]) -> None:
     print("gpu_check: RESULT " + format_results([row]).splitlines()[-1], flush=True)
 
 
+def run_record(args: argparse.Namespace, gpu: str, rows: list[dict[str, Any]], running: str | None, started: float) -> dict[str, Any]:
+    """What ``--json-out`` holds: the run's setting, every finished row, the stage in flight (None when done)."""
+    return {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started)), "gpu": gpu, "versions": package_versions(),
+        "python": sys.version.split()[0], "dry_run": bool(args.dry_run),
+        "settings": {"steps": args.steps, "llama_steps": LLAMA_STEPS, "prompts_per_step": args.prompts_per_step, "num_generations": args.num_generations,
+                     "completion_tokens": args.completion_tokens, "lora_rank": args.lora_rank, "time_budget_s": args.time_budget_s},
+        "rows": rows, "running": running, "complete": running is None,
+        "note": "peak_vram_bytes is torch.cuda.max_memory_allocated; estimate_bytes (the plan's) also counts 1 GiB of CUDA context",
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.versions:
+        for name, ver in package_versions().items():
+            print(f"{name:<14}{ver or 'missing'}")
+        return 0
     import torch
 
     cuda = torch.cuda.is_available()
@@ -334,9 +428,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"gpu_check: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {gpu}; torch {torch.__version__}; "
           f"{args.steps} steps of {args.prompts_per_step} prompt(s) x G={args.num_generations}, {args.completion_tokens}-token completions; "
           f"time budget {args.time_budget_s:.0f} s; work dir {work_dir}", flush=True)
-    start = time.perf_counter()
+    start, started = time.perf_counter(), time.time()
     rows: list[dict[str, Any]] = []
     built: dict[str, Path | str] = {}
+
+    def record(running: str | None) -> None:
+        if args.json_out is not None:
+            write_json_atomic(args.json_out, run_record(args, gpu, rows, running, started))
+
     for key, backend, stage in plan_stages(args):
         spec = specs[key]
         base = {"stage": stage, "model": spec.name, "backend": backend}
@@ -345,10 +444,13 @@ def main(argv: list[str] | None = None) -> int:
             why = room_for(spec, work_dir) if key == "32b" else None
             if why is None and remaining <= 0:
                 why = "time budget"
+            if why is None and key == "llama8b" and remaining < args.llama_min_s:
+                why = f"time budget: {remaining:.0f} s left, the Llama stage needs about {args.llama_min_s:.0f} s (--llama-min-s)"
             if why is None:
+                record(f"{spec.name}: building")
                 try:
                     t0 = time.perf_counter()
-                    built[key] = build_checkpoint(spec, work_dir / spec.name, args.tokenizer)
+                    built[key] = build_checkpoint(spec, work_dir / spec.name, args.tokenizer, llama=llama_config_dict(key) if is_llama(key) else None)
                     print(f"gpu_check: built {spec.name} ({spec.num_params / 1e9:.2f}B params) in {time.perf_counter() - t0:.0f} s", flush=True)
                 except (RuntimeError, ValueError) as err:
                     why = f"not built: {err}"
@@ -362,12 +464,17 @@ def main(argv: list[str] | None = None) -> int:
             if remaining <= 0:
                 row = {**base, "status": "skipped: time budget"}
             else:
+                record(f"{spec.name}/{backend}/{stage}")
                 row = run_stage(stage, built[key], spec.name, backend, args, timeout=min(args.stage_timeout_s, remaining))
+        if is_llama(key):
+            row.setdefault("config", "Llama-3.1-8B published config (random weights)" if key == "llama8b" else "Llama-3.1-8B config, tiny shapes")
         rows.append(row)
         print_row(row)
+        record("between stages")
         last_of_model = all(k != key for k, _, _ in plan_stages(args)[len(rows):])
         if last_of_model and isinstance(built[key], Path) and not args.keep:
             shutil.rmtree(built[key], ignore_errors=True)
+    record(None)
     print()
     print(format_results(rows))
     print(f"\ntotal {time.perf_counter() - start:.0f}s; the plan's estimate includes 1 GiB CUDA context not seen by max_memory_allocated")

@@ -119,12 +119,18 @@ def run_pair(args: argparse.Namespace, label: str) -> dict[str, Any]:
     trainer = build_trainer(config, hardware=hardware, train_dataset=dataset, callbacks=[figures])
     load_seconds = time.perf_counter() - start
     prompt_tokens = measure_prompt_tokens(trainer.processing_class, dataset)
-    plan = trainer.gapo_plan
+    plan, plan_error = trainer.gapo_plan, None
     if plan is None:  # CPU (dry run): no plan was needed; make one for the record, 8 GiB budget
-        plan = plan_for_config(dataclasses.replace(config, memory_budget_gb=8.0), prompt_tokens=prompt_tokens, hardware=hardware)
-    say(label, f"loaded and planned in {load_seconds:.0f} s; prompt {prompt_tokens} tokens; plan: peak {plan.estimated_peak_bytes / GIB:.2f} GiB "
-               f"of {plan.budget_bytes / GIB:.2f} GiB, {plan.chunk_size} completions per pass"
-               + (f"; VRAM after load {torch.cuda.memory_allocated() / GIB:.2f} GiB" if cuda else ""))
+        try:
+            plan = plan_for_config(dataclasses.replace(config, memory_budget_gb=8.0), prompt_tokens=prompt_tokens, hardware=hardware)
+        except (ValueError, KeyError, NotImplementedError) as err:  # a model the planner cannot read: the estimate is null, saying why
+            plan_error = f"planner: {err}"
+    if plan is not None:
+        say(label, f"loaded and planned in {load_seconds:.0f} s; prompt {prompt_tokens} tokens; plan: peak {plan.estimated_peak_bytes / GIB:.2f} GiB "
+                   f"of {plan.budget_bytes / GIB:.2f} GiB, {plan.chunk_size} completions per pass"
+                   + (f"; VRAM after load {torch.cuda.memory_allocated() / GIB:.2f} GiB" if cuda else ""))
+    else:
+        say(label, f"loaded in {load_seconds:.0f} s; prompt {prompt_tokens} tokens; no plan ({plan_error})")
     meter = GenerationMeter(trainer)
     start = time.perf_counter()
     trainer.train()
@@ -132,8 +138,9 @@ def run_pair(args: argparse.Namespace, label: str) -> dict[str, Any]:
     tokens = meter.tokens or args.steps * config.generation_batch_size * args.completion_tokens
     return {
         "stage": "pair", "model": args.model_name, "backend": hardware.backend, "status": "ok",
-        "peak_vram_bytes": cuda_peak(), "estimate_bytes": plan.estimated_peak_bytes, "budget_bytes": plan.budget_bytes,
-        "fits": plan.fits, "chunk_size": trainer.args.per_device_train_batch_size, "steps_per_generation": trainer.args.steps_per_generation,
+        "peak_vram_bytes": cuda_peak(), "estimate_bytes": plan.estimated_peak_bytes if plan else None, "budget_bytes": plan.budget_bytes if plan else None,
+        "fits": plan.fits if plan else None, "estimate_note": plan_error,
+        "chunk_size": trainer.args.per_device_train_batch_size, "steps_per_generation": trainer.args.steps_per_generation,
         "prompt_tokens": prompt_tokens, "steps": args.steps, "step_seconds": seconds / args.steps, "load_seconds": load_seconds,
         "generated_tokens": tokens,
         "tokens_per_second": tokens / meter.seconds if meter.seconds > 0 else tokens / seconds,

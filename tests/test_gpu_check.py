@@ -30,18 +30,19 @@ def script():
 
 def test_arguments(script):
     args = script.parse_args([])
-    assert args.model_list == ["7b", "32b"] and args.backend_list == ["unsloth", "transformers"]
+    assert args.model_list == ["7b", "llama8b", "32b"] and args.backend_list == ["unsloth", "transformers"]
     assert (args.steps, args.num_generations, args.completion_tokens) == (2, 32, 256)
     assert args.train_stage and args.time_budget_s + 30 <= 7 * 60  # the default run ends within 7 minutes
     quick = script.parse_args(["--quick"])
     assert (quick.model_list, quick.backend_list, quick.steps, quick.train_stage) == (["7b"], ["unsloth"], 1, False)
     stages = script.plan_stages(args)
-    assert stages[:3] == [("7b", "unsloth", "pair"), ("7b", "unsloth", "train"), ("7b", "transformers", "pair")]
-    assert stages[3:] == [("32b", "unsloth", "pair"), ("32b", "transformers", "pair")]  # 32B last: first to be skipped
-    assert script.parse_args(["--skip-32b"]).model_list == ["7b"]
+    assert stages[:2] == [("7b", "unsloth", "pair"), ("7b", "unsloth", "train")]
+    assert stages[2:4] == [("llama8b", "unsloth", "pair"), ("7b", "transformers", "pair")]  # after the 7B Unsloth stages, one Unsloth stage
+    assert stages[4:] == [("32b", "unsloth", "pair"), ("32b", "transformers", "pair")]  # 32B last: first to be skipped
+    assert script.parse_args(["--skip-32b"]).model_list == ["7b", "llama8b"]
     assert script.parse_args(["--models", "32b", "--backends", "transformers"]).backend_list == ["transformers"]
     dry = script.parse_args(["--dry-run"])
-    assert dry.model_list == ["tiny"] and dry.backend_list == ["transformers"] and dry.completion_tokens <= 8
+    assert dry.model_list == ["tiny", "tiny-llama"] and dry.backend_list == ["transformers"] and dry.completion_tokens <= 8
     for bad in (["--models", "70b"], ["--backends", "vllm"], ["--models", "32b", "--skip-32b"], ["--num-generations", "1"]):
         with pytest.raises(SystemExit):
             script.parse_args(bad)
@@ -62,6 +63,77 @@ def test_config_reproduces_spec(script, model):
     with torch.device("meta"):
         model_ = AutoModelForCausalLM.from_config(config)
     assert sum(p.numel() for p in model_.parameters()) == spec.num_params
+
+
+def test_llama_config_is_the_published_one_and_the_planner_reads_it(script):
+    """Llama-3.1-8B from its config dict: 8.03B parameters on the meta device, the planner's spec agrees."""
+    import torch
+    from transformers import AutoModelForCausalLM, LlamaConfig
+
+    raw = script.llama_config_dict("llama8b")
+    assert (raw["hidden_size"], raw["num_hidden_layers"], raw["num_attention_heads"], raw["num_key_value_heads"]) == (4096, 32, 32, 8)
+    assert (raw["intermediate_size"], raw["vocab_size"], raw["rope_theta"], raw["max_position_embeddings"]) == (14336, 128256, 500000.0, 131072)
+    assert raw["rope_scaling"]["rope_type"] == "llama3" and raw["tie_word_embeddings"] is False
+    spec = script.spec_for("llama8b")
+    assert spec.name == "Llama-3.1-8B" and not spec.qkv_bias and not spec.tie_word_embeddings
+    config = LlamaConfig(**{k: v for k, v in raw.items() if k not in ("model_type", "architectures")})
+    rope = config.to_dict()["rope_parameters"]  # transformers 5 keeps rope_theta and the llama3 scaling together
+    assert (rope["rope_type"], rope["rope_theta"], rope["factor"], rope["original_max_position_embeddings"]) == ("llama3", 500000.0, 8.0, 8192)
+    with torch.device("meta"):
+        model_ = AutoModelForCausalLM.from_config(config)
+    assert sum(p.numel() for p in model_.parameters()) == spec.num_params == 8_030_261_248
+
+
+def test_llama_stage_is_skipped_when_time_is_short(script, tmp_path, capsys, monkeypatch):
+    """Less than --llama-min-s left: the Llama row says so; the JSON file has every row, complete at the end."""
+    import time as time_
+
+    args = script.parse_args(["--dry-run", "--work-dir", str(tmp_path), "--no-train-stage", "--json-out", str(tmp_path / "r" / "gpu_check.json")])
+    args.model_list = ["tiny", "llama8b"]
+    monkeypatch.setattr(script, "parse_args", lambda argv=None: args)
+    monkeypatch.setattr(script, "build_checkpoint", lambda spec, out_dir, tok=None, llama=None: out_dir)
+    clock = iter([0.0] + [args.time_budget_s - 10.0] * 50)  # the first stage eats all but 10 s
+
+    def fake_stage(stage, d, name, backend, a, timeout):
+        return {"stage": stage, "model": name, "backend": backend, "status": "ok", "peak_vram_bytes": 1, "estimate_bytes": 2}
+
+    monkeypatch.setattr(script, "run_stage", fake_stage)
+    monkeypatch.setattr(script.time, "perf_counter", lambda: next(clock))
+    assert script.main([]) == 0
+    monkeypatch.setattr(script.time, "perf_counter", time_.perf_counter)
+    out = capsys.readouterr().out
+    assert "skipping Llama-3.1-8B: time budget: 10 s left" in out
+    record = json.loads((tmp_path / "r" / "gpu_check.json").read_text())
+    assert record["complete"] and record["running"] is None and [r["model"] for r in record["rows"]] == ["tiny-dry-run", "Llama-3.1-8B"]
+    assert record["rows"][1]["status"].startswith("skipped: time budget") and "versions" in record and record["versions"]["torch"]
+    assert not list((tmp_path / "r").glob(".*tmp"))  # written through a renamed temporary file
+
+
+def test_json_out_is_written_after_each_stage(script, tmp_path, monkeypatch):
+    """A run killed in its second stage leaves a JSON file with the first stage's row and the stage in flight."""
+    out = tmp_path / "gpu_check.json"
+    seen = []
+
+    def fake_stage(stage, model_dir, model_name, backend, args, timeout):
+        seen.append(json.loads(out.read_text()))
+        if stage == "train":
+            raise KeyboardInterrupt
+        return {"stage": stage, "model": model_name, "backend": backend, "status": "ok", "peak_vram_bytes": 3 * script.GIB}
+
+    monkeypatch.setattr(script, "run_stage", fake_stage)
+    monkeypatch.setattr(script, "build_checkpoint", lambda spec, out_dir, tok=None, llama=None: out_dir)
+    with pytest.raises(KeyboardInterrupt):
+        script.main(["--dry-run", "--work-dir", str(tmp_path), "--json-out", str(out)])
+    assert seen[0]["rows"] == [] and seen[0]["running"] == "tiny-dry-run/transformers/pair"
+    left = json.loads(out.read_text())
+    assert left["running"] == "tiny-dry-run/transformers/train" and not left["complete"]
+    assert [r["stage"] for r in left["rows"]] == ["pair"] and left["rows"][0]["peak_vram_bytes"] == 3 * script.GIB
+
+
+def test_versions(script, capsys):
+    assert script.main(["--versions"]) == 0
+    lines = dict(line.split(None, 1) for line in capsys.readouterr().out.splitlines())
+    assert set(lines) == set(script.VERSIONED) and lines["torch"].startswith("2.")
 
 
 def test_tokenizer_padded_to_vocab(script):
@@ -117,7 +189,7 @@ def test_each_row_is_printed_when_its_stage_ends(script, tmp_path, capsys, monke
                 "estimate_bytes": 4 * script.GIB, "chunk_size": 4, "step_seconds": 1.5}
 
     monkeypatch.setattr(script, "run_stage", fake_stage)
-    monkeypatch.setattr(script, "build_checkpoint", lambda spec, out_dir, tok=None: out_dir)
+    monkeypatch.setattr(script, "build_checkpoint", lambda spec, out_dir, tok=None, llama=None: out_dir)
     with pytest.raises(KeyboardInterrupt):
         script.main(["--dry-run", "--work-dir", str(tmp_path)])
     out = capsys.readouterr().out
@@ -141,7 +213,7 @@ def test_32b_is_skipped_saying_why_when_its_weights_do_not_fit(script, tmp_path,
     args = script.parse_args(["--dry-run", "--work-dir", str(tmp_path), "--no-train-stage"])
     args.model_list = ["tiny", "32b"]
     monkeypatch.setattr(script, "parse_args", lambda argv=None: args)
-    monkeypatch.setattr(script, "build_checkpoint", lambda spec, out_dir, tok=None: out_dir)
+    monkeypatch.setattr(script, "build_checkpoint", lambda spec, out_dir, tok=None, llama=None: out_dir)
     monkeypatch.setattr(script, "run_stage", lambda stage, d, name, backend, a, timeout: {"stage": stage, "model": name, "backend": backend, "status": "ok"})
     assert script.main([]) == 0
     out = capsys.readouterr().out
@@ -183,10 +255,12 @@ def test_dry_run_end_to_end(script, tmp_path, capsys):
 
     if torch.cuda.is_available():
         pytest.skip("the dry run is the CPU path")
-    assert script.main(["--dry-run", "--work-dir", str(tmp_path), "--json"]) == 0
+    assert script.main(["--dry-run", "--work-dir", str(tmp_path), "--json", "--json-out", str(tmp_path / "gpu_check.json")]) == 0
     out = capsys.readouterr().out
     rows = json.loads(out[out.index("\n[") + 1:])
-    row, trained = rows
+    assert json.loads((tmp_path / "gpu_check.json").read_text())["rows"] == rows
+    row, trained, llama = rows
+    assert llama["model"] == "tiny-llama-dry-run" and llama["status"] == "ok" and llama["steps"] == 1 and llama["estimate_bytes"] > 0
     assert trained["stage"] == "train" and trained["status"] == "ok"
     assert trained["checkpoint"] == "checkpoint-2" and trained["adapter_saved"] and trained["steps"] == 2
     assert "[tiny-dry-run/transformers/train] step 2:" in out  # figures printed as measured
@@ -194,4 +268,4 @@ def test_dry_run_end_to_end(script, tmp_path, capsys):
     assert row["generated_tokens"] == 2 * 4 * 8  # 2 steps x G=4 x 8 tokens: completions forced to full length
     assert row["chunk_size"] * row["steps_per_generation"] == 4
     assert row["prompt_tokens"] > 10 and row["estimate_bytes"] > 0
-    assert not (tmp_path / "tiny-dry-run").exists()  # checkpoint removed without --keep
+    assert not (tmp_path / "tiny-dry-run").exists() and not (tmp_path / "tiny-llama-dry-run").exists()  # checkpoints removed without --keep
