@@ -1,11 +1,13 @@
-"""Where a SmolLM2-135M GAPO step spends its time, and sampling with a shared prompt prefix against the
-plain padded batch it replaced, alternating in one process.
+"""A SmolLM2-135M GAPO step with each prompt computed once per group against TRL's own path, and sampling
+with a shared prompt prefix against the plain padded batch, alternating in one process.
 
-    bash scripts/get_smollm2.sh && python benchmarks/smollm2_step.py [--steps 6] [--threads 2] [--rounds 2]
+    bash scripts/get_smollm2.sh && python benchmarks/smollm2_step.py [--steps 8] [--threads 2] [--rounds 2]
 
-Part 1 times, per GAPO step of 1 prompt x G completions (the SmolLM2 experiment's shape), TRL's phases:
-generation and scoring (``_generate_and_score_completions``, which includes the reward hook), the loss
-forward (``compute_loss``), the backward, and the optimizer step; the first step is dropped (warm-up).
+Part 1 alternates GAPO steps of 1 prompt x G completions (the SmolLM2 experiment's shape) between TRL's path
+(every row's prompt through the model, in generation and in the loss) and the shared prompt
+(:mod:`gapo_lite.training.shared_prompt`), and times TRL's phases in each: generation and scoring
+(``_generate_and_score_completions``, which includes the reward hook), the loss forward (``compute_loss``),
+the backward and the optimizer step; the first two steps are dropped (warm-up).
 Part 2 samples 8-token answers to list prompts both ways (greedy outputs are the same; the shared prefix
 runs each prompt through the model once instead of once per sample). Run it on an otherwise idle machine.
 """
@@ -18,6 +20,8 @@ import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
+
+PHASES = ("generate + score", "loss forward", "backward", "optimizer")
 
 
 def padded_sampling(model, tok, prompts, n: int, max_new_tokens: int, batch_size: int = 64) -> None:
@@ -34,9 +38,9 @@ def padded_sampling(model, tok, prompts, n: int, max_new_tokens: int, batch_size
             model.generate(**batch, max_new_tokens=max_new_tokens, do_sample=True, temperature=0.7, top_k=0, pad_token_id=tok.pad_token_id)
 
 
-def time_phases(trainer) -> dict[str, list[float]]:
-    """Wrap the trainer's phases with timers; returns the dict the timings go into."""
-    times: dict[str, list[float]] = defaultdict(list)
+def time_phases(trainer, mode: list[str]) -> dict[tuple[str, str], list[float]]:
+    """Wrap the trainer's phases with timers, keyed by (mode, phase); ``mode[0]`` names the current mode."""
+    times: dict[tuple[str, str], list[float]] = defaultdict(list)
 
     def timed(name, fn):
         def wrapper(*args, **kwargs):
@@ -44,7 +48,7 @@ def time_phases(trainer) -> dict[str, list[float]]:
             try:
                 return fn(*args, **kwargs)
             finally:
-                times[name].append(time.perf_counter() - t)
+                times[(mode[0], name)].append(time.perf_counter() - t)
         return wrapper
 
     trainer._generate_and_score_completions = timed("generate + score", trainer._generate_and_score_completions)
@@ -61,9 +65,26 @@ def time_phases(trainer) -> dict[str, list[float]]:
     return times
 
 
+def alternate(trainer, mode: list[str]):
+    """A callback that switches TRL's path and the shared prompt on every step."""
+    from transformers import TrainerCallback
+
+    shared_generate = trainer.model.generate
+    plain_generate = type(trainer.model).generate.__get__(trainer.model)
+
+    class Alternate(TrainerCallback):
+        def on_step_begin(self, args, state, control, **kwargs):
+            shared = state.global_step % 2 == 1
+            mode[0] = "shared prompt" if shared else "TRL's path"
+            trainer.gapo_share_prompts = shared
+            trainer.model.generate = shared_generate if shared else plain_generate
+
+    return Alternate()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--generations", type=int, default=16)
@@ -84,18 +105,19 @@ def main() -> None:
         config = dataclasses.replace(load_recipe("smollm2_lists"), model=path, num_generations=args.generations, prompts_per_step=1,
                                      invalid_reward=0.0, learning_rate=4e-4, max_steps=args.steps, save_steps=10 * args.steps, output_dir=str(Path(tmp) / "run"))
         trainer = build_trainer(config)
-        times = time_phases(trainer)
-        t = time.perf_counter()
+        mode = ["TRL's path"]
+        times = time_phases(trainer, mode)
+        trainer.add_callback(alternate(trainer, mode))
         trainer.train()
-        wall = (time.perf_counter() - t) / args.steps
-    steps = [row["step_time"] for row in trainer.state.log_history if "step_time" in row][1:]
-    print(f"\nGAPO step, 1 prompt x {args.generations} completions, {args.threads} threads: "
-          f"median {statistics.median(steps):.2f} s (TRL step_time), {wall:.2f} s per step with logging")
-    print(f"{'phase':22s}{'median s':>10s}{'share':>8s}")
-    total = statistics.median(steps)
-    for name, values in times.items():
-        value = statistics.median(values[1:] or values)
-        print(f"{name:22s}{value:10.2f}{value / total:8.2f}")
+    steps = [row["step_time"] for row in trainer.state.log_history if "step_time" in row]
+    by_mode = {"TRL's path": steps[2::2], "shared prompt": steps[3::2]}  # step k ran in mode k % 2
+    base = statistics.median(by_mode["TRL's path"])
+    print(f"\nGAPO step, 1 prompt x {args.generations} completions, {args.threads} threads ({args.steps} steps alternating, first two dropped)")
+    print(f"{'path':16s}{'step s':>9s}{'ratio':>7s}" + "".join(f"{name:>18s}" for name in PHASES))
+    for name, values in by_mode.items():
+        median = statistics.median(values)
+        phases = "".join(f"{statistics.median(times[(name, phase)][1:] or times[(name, phase)]):18.2f}" for phase in PHASES)
+        print(f"{name:16s}{median:9.2f}{median / base:7.2f}{phases}")
 
     model, tok = load_model(path, lora=None)
     rows = build_list_dataset(4, split="heldout", max_items=8, seed=1)
