@@ -17,7 +17,6 @@ usual GSM8K last-number check is reported beside it as "lenient accuracy".
 """
 from __future__ import annotations
 
-import argparse
 import math
 import random
 from collections import Counter
@@ -25,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gapo_lite.lab.runner import Experiment, RLRun, add_common_arguments, module_main, run_staged, settings_from_args, table, tiny_rl_config
+from gapo_lite.lab.runner import Experiment, RLRun, experiment_main, run_staged, table, tiny_rl_config
 
 SHAPES = {"N": "bare", "N + N = N": "equation", "N - N = N": "equation", "The answer is N": "sentence"}
 LABELS = {"before": "before (pretrained)", "gapo": "GAPO accuracy+diversity", "baseline": "GRPO accuracy only"}
@@ -211,17 +210,8 @@ def format_table(results: dict[str, Any]) -> str:
     return table(rows, [LABELS[m] for m in models], width=26, label_width=40)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_common_arguments(parser, "runs/exp_accuracy")
-
-
-def run(args: argparse.Namespace) -> int:
-    run_experiment(args.out, settings_from_args(AccuracySettings, args), command=getattr(args, "command", None))
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
-    return module_main("python -m gapo_lite.lab.accuracy", __doc__.split("\n")[0], "runs/exp_accuracy", run, argv)
+    return experiment_main("python -m gapo_lite.lab.accuracy", __doc__.split("\n")[0], "runs/exp_accuracy", AccuracySettings, run_experiment, argv)
 
 
 if __name__ == "__main__":

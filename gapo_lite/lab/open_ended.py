@@ -14,12 +14,11 @@
 """
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gapo_lite.lab.runner import Experiment, RLRun, add_common_arguments, module_main, run_staged, settings_from_args, table, tiny_rl_config
+from gapo_lite.lab.runner import Experiment, RLRun, experiment_main, run_staged, table, tiny_rl_config
 
 LABELS = {"before": "before (collapsed)", "gapo": "GAPO", "baseline": "GRPO + validity"}
 
@@ -158,17 +157,8 @@ def format_table(results: dict[str, Any]) -> str:
     return table(rows, [LABELS[m] for m in models], label_width=52)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_common_arguments(parser, "runs/exp_open")
-
-
-def run(args: argparse.Namespace) -> int:
-    run_experiment(args.out, settings_from_args(OpenSettings, args), command=getattr(args, "command", None))
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
-    return module_main("python -m gapo_lite.lab.open_ended", __doc__.split("\n")[0], "runs/exp_open", run, argv)
+    return experiment_main("python -m gapo_lite.lab.open_ended", __doc__.split("\n")[0], "runs/exp_open", OpenSettings, run_experiment, argv)
 
 
 if __name__ == "__main__":

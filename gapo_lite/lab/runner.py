@@ -240,3 +240,15 @@ def module_main(prog: str, description: str, default_out: str, run: Callable[[ar
     except UserError as err:
         print(f"{prog}: error: {err}", file=sys.stderr)
         return 2
+
+
+def experiment_main(prog: str, description: str, default_out: str, settings_class: Any, run: Callable[..., Any], argv: list[str] | None,
+                    what: str = "setting") -> int:
+    """:func:`module_main` for an experiment run by ``run(out_dir, settings, command=...)``, its settings from
+    :func:`settings_from_args` (``what`` names a key in messages)."""
+
+    def go(args: argparse.Namespace) -> int:
+        run(args.out, settings_from_args(settings_class, args, what=what), command=args.command)
+        return 0
+
+    return module_main(prog, description, default_out, go, argv)
