@@ -17,12 +17,11 @@ from pathlib import Path
 
 
 def copy_step_seconds(model, tok, settings, steps: int, seed: int) -> float:
-    """Seconds per step of the demo's copy phase (``pretrain_collapsed`` with a uniform target)."""
-    from gapo_lite.lab.pretrain import pretrain_collapsed
+    """Seconds per step of the demo's copy phase (a uniform target over the list's items)."""
+    from gapo_lite.lab.lists import pretrain_list_model
 
     t = time.perf_counter()
-    pretrain_collapsed(model, tok, copy_steps=steps, steps=0, batch_size=settings.pretrain_batch, copy_learning_rate=settings.copy_lr,
-                       mixed_share=settings.mixed_share, lm_on_items=settings.lm_on_items, seed=seed, progress=False)
+    pretrain_list_model(model, tok, settings, copy_steps=steps, collapse_steps=0, first_share=None, seed=seed, progress=False)
     return (time.perf_counter() - t) / steps
 
 
@@ -31,7 +30,7 @@ def rl_step_seconds(settings, start: Path, out: Path, steps: int) -> float:
     from gapo_lite.lab.lists import rl_config
     from gapo_lite.training import train
 
-    config = rl_config(dataclasses.replace(settings, rl_steps=steps), start, out, "gapo", freeze_embeddings=settings.rl_freeze_embeddings)
+    config = rl_config(dataclasses.replace(settings, rl_steps=steps), start, out, "gapo")
     result = train(dataclasses.replace(config, save_steps=10 * steps))
     times = [row["step_time"] for row in result.log_history if "step_time" in row][2:]
     if not times:
@@ -41,7 +40,8 @@ def rl_step_seconds(settings, start: Path, out: Path, steps: int) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     from gapo_lite.lab import torch_threads
-    from gapo_lite.lab.demo import DemoSettings, build_demo_model
+    from gapo_lite.lab.demo import DemoSettings
+    from gapo_lite.lab.lists import build_list_model
     from gapo_lite.models import load_model
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     copy: dict[int, list[float]] = {n: [] for n in args.threads}
     rl: dict[int, list[float]] = {n: [] for n in args.threads}
     with tempfile.TemporaryDirectory() as tmp:
-        model, tok = load_model(build_demo_model(Path(tmp) / "base", s), lora=None)
+        model, tok = load_model(build_list_model(Path(tmp) / "base", s), lora=None)
         for r in range(args.rounds):
             for n in args.threads:
                 with torch_threads(n):

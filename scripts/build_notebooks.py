@@ -555,8 +555,7 @@ CPU_CELLS: list[Cell] = [
 
         print(format_table(results))
         print()
-        for name, ok in results["targets"].items():
-            print(f"{'yes' if ok else 'NO ':3s}  {name}")
+        print(results["reading"])
         """
     ),
     md(
@@ -584,7 +583,7 @@ CPU_CELLS: list[Cell] = [
         import math
         import matplotlib.pyplot as plt
         import numpy as np
-        from gapo_lite.lab.demo import LABELS, MODELS
+        from gapo_lite.lab.demo import COLORS, LABELS, MODELS
 
         temperatures = list(results["settings"]["eval_temperatures"])
 
@@ -594,7 +593,6 @@ CPU_CELLS: list[Cell] = [
             return r[key]
 
 
-        COLOURS = {"before": "#888888", "gapo": "#2a7ab9", "grpo_baseline": "#d9822b"}  # as in choices.png
         fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
         x = np.arange(len(temperatures))
         panels = (("heldout_jsd", "held-out JSD to uniform (lower = more uniform)"), ("heldout_valid_rate", "held-out valid rate"))
@@ -603,7 +601,7 @@ CPU_CELLS: list[Cell] = [
                 values = [at(name, t, key) for t in temperatures]
                 offsets = x + (k - 1) * 0.27
                 heights = [v if math.isfinite(v) else 0.0 for v in values]  # NaN: no valid answer to measure; marked n/a
-                ax.bar(offsets, heights, 0.27, label=LABELS[name], color=COLOURS[name])
+                ax.bar(offsets, heights, 0.27, label=LABELS[name], color=COLORS[name])
                 for xo, h, v in zip(offsets, heights, values):
                     ax.annotate(f"{v:.2f}" if math.isfinite(v) else "n/a", (xo, h), xytext=(0, 2), textcoords="offset points", ha="center", fontsize=7)
             ax.set_xticks(x)

@@ -1,11 +1,13 @@
-"""The demo's bookkeeping: targets checked on the figures, table layout, settings overrides, curves, start line."""
+"""The demo's bookkeeping: its reading of the figures, table layout, settings overrides, curves, start line."""
 import argparse
 import json
 
 import pytest
 
 from gapo_lite.eval.lists import pressure_by_prompt
-from gapo_lite.lab.demo import format_table, plot_curves, read_curves, run, start_line, targets
+from gapo_lite.lab.demo import DemoSettings, format_table, reading, run, start_line
+from gapo_lite.lab.plots import plot_curves, read_curves
+from gapo_lite.lab.regimes import RegimeSettings
 
 
 def fake(jsd, valid):
@@ -14,14 +16,23 @@ def fake(jsd, valid):
     return {**row, "temperature_1": dict(row)}
 
 
-def test_targets_follow_the_figures():
-    results = {"before": fake(0.5, 0.9), "gapo": fake(0.05, 0.97), "grpo_baseline": fake(0.6, 0.99), "wall_seconds": 500}
-    assert all(targets(results).values())
-    results["gapo"] = fake(0.12, 0.97)
-    t = targets(results)
-    assert not t["gapo_heldout_jsd_below_0.1"] and t["gapo_heldout_valid_rate_at_least_0.95"]
-    results["wall_seconds"] = 700
-    assert not targets(results)["wall_seconds_at_most_600"]
+def test_reading_follows_the_figures():
+    results = {"before": fake(0.5, 0.9), "gapo": fake(0.05, 0.97), "grpo_baseline": fake(0.6, 0.99)}
+    assert reading(results) == "GAPO spread it: held-out JSD 0.500 -> 0.050 (valid 0.970); GRPO + validity reward: 0.500 -> 0.600"
+    results["gapo"] = fake(0.49, 0.97)  # within the margin
+    assert reading(results).startswith("GAPO did not spread it: held-out JSD 0.500 -> 0.490")
+
+
+def test_regime_map_runs_the_demos_recipe():
+    """The shared parts are one definition: every field the regime map does not set itself is the demo's."""
+    import dataclasses
+
+    own = {"copy_steps", "first_shares", "zero_invalid_share", "rl_steps", "eval_temperatures", "threads"}
+    demo, regimes = dataclasses.asdict(DemoSettings()), dataclasses.asdict(RegimeSettings())
+    shared = (set(demo) & set(regimes)) - own
+    assert {"collapse_params", "freeze_embeddings_in_collapse", "rl_freeze_embeddings", "pretrain_steps", "embedding_std"} <= shared
+    assert {k: regimes[k] for k in shared} == {k: demo[k] for k in shared}
+    assert set(regimes) - set(demo) == {"first_shares", "zero_invalid_share"} and set(demo) - set(regimes) == {"first_share"}
 
 
 def test_table_has_both_temperatures_and_all_models():

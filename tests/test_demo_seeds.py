@@ -26,3 +26,16 @@ def test_seed_table_by_hand():
     assert mean[0] == "mean" and float(mean[2]) == pytest.approx(0.10) and float(mean[6]) == pytest.approx(530.0)
     # sample sd of (0.08, 0.12) = 0.02 * sqrt(2) = 0.028; of (500, 560) = 42.426
     assert float(sd[2]) == pytest.approx(0.028, abs=5e-4) and float(sd[6]) == pytest.approx(42.426, abs=5e-4)
+
+
+def test_targets_follow_the_figures():
+    def fake(jsd, valid):
+        return {"heldout_jsd": jsd, "heldout_valid_rate": valid}
+
+    results = {"before": fake(0.5, 0.9), "gapo": fake(0.05, 0.97), "grpo_baseline": fake(0.6, 0.99), "wall_seconds": 500}
+    assert all(demo_seeds.targets(results).values())
+    results["gapo"] = fake(0.12, 0.97)
+    t = demo_seeds.targets(results)
+    assert not t["gapo_heldout_jsd_below_0.1"] and t["gapo_heldout_valid_rate_at_least_0.95"]
+    results["wall_seconds"] = 700
+    assert not demo_seeds.targets(results)["wall_seconds_at_most_600"]

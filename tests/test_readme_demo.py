@@ -5,18 +5,22 @@ from pathlib import Path
 
 import pytest
 
-from gapo_lite.lab.demo import format_table, targets
+from gapo_lite.lab.demo import format_table
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 RECORDED = json.loads((ROOT / "docs" / "demo_seeds.json").read_text())
 
 
-def _seed_table():
+def _demo_seeds():
     spec = importlib.util.spec_from_file_location("demo_seeds", ROOT / "benchmarks" / "demo_seeds.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.seed_table({int(k): v for k, v in RECORDED.items()})
+    return module
+
+
+def _seed_table():
+    return _demo_seeds().seed_table({int(k): v for k, v in RECORDED.items()})
 
 
 def test_readme_shows_the_seed0_table_as_printed():
@@ -29,7 +33,7 @@ def test_readme_shows_the_seed_table_as_printed():
 
 def test_recorded_targets_follow_the_recorded_figures():
     for seed, r in RECORDED.items():
-        recomputed = targets({**r, "before": r["before"], "gapo": r["gapo"], "grpo_baseline": r["grpo_baseline"]})
+        recomputed = _demo_seeds().targets({**r, "before": r["before"], "gapo": r["gapo"], "grpo_baseline": r["grpo_baseline"]})
         assert recomputed == r["targets"], f"seed {seed}"
 
 

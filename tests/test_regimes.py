@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from gapo_lite.lab.regimes import RegimeSettings, _start_summary, format_table, prediction_record, run_regimes, threshold_curve
+from gapo_lite.lab.regimes import RegimeSettings, _start_summary, format_row, format_table, prediction_record, run_regimes, start_rows, threshold_curve
 
 
 def test_threshold_curve_by_hand():
@@ -39,6 +39,21 @@ def test_prediction_record():
     assert prediction_record(start, {"heldout_jsd": 0.1}) == {"predicted_spread": True, "observed_spread": True, "right": True}
     assert prediction_record(start, {"heldout_jsd": 0.49})["right"] is False  # within the margin: not spread
     assert prediction_record({**start, "pressure": 0.2}, {"heldout_jsd": 0.6})["right"] is True
+
+
+def test_start_rows_from_a_starts_staged_results():
+    """One start's staged results (its measured start, then one entry per RL run) -> one map row per invalid reward."""
+    tallies = [{"counts": [18, 2, 0, 0], "invalid": 1}]
+    before = {"heldout_jsd": 0.5, "train_jsd": 0.4, "heldout_valid_rate": 0.95, "heldout_pressure": {"lists": [{"tallies": tallies}]}}
+    after = {"heldout_jsd": 0.1, "train_jsd": 0.2, "heldout_valid_rate": 0.97, "train_valid_rate": 0.98, "heldout_unique": 7.0}
+    rows = start_rows({"before": before, "gapo": after, "gapo_inv0": {**after, "heldout_jsd": 0.49}}, 600, 0.65)
+    assert [r["invalid_reward"] for r in rows] == [-1.0, 0.0]
+    assert rows[0]["start_name"] == "start_copy600_first0.65" and rows[0]["copy_steps"] == 600 and rows[0]["first_share_target"] == 0.65
+    assert rows[0]["start"] == _start_summary(before, -1.0) and rows[1]["start"] == _start_summary(before, 0.0)
+    assert set(rows[0]["after"]) == {"heldout_jsd", "train_jsd", "heldout_valid_rate", "train_valid_rate"}
+    assert rows[0]["observed_spread"] and not rows[1]["observed_spread"]  # 0.5 -> 0.49 is within the margin
+    assert format_row(rows[0]).startswith("  600   0.65     -1 |")
+    assert len(start_rows({"before": before, "gapo": after}, 250, 0.4)) == 1  # a start without the invalid_reward = 0 run
 
 
 @pytest.mark.slow

@@ -100,7 +100,8 @@ def caption(results: dict[str, Any], *, temperature: Any = None, n: Any = None) 
 
 
 # ----------------------------------------------------------------------------------------------- figures
-def _pyplot():
+def pyplot():
+    """``matplotlib.pyplot`` on the Agg backend (files only, no display): the one set-up every figure of the kit uses."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -118,7 +119,7 @@ def _finish(fig, path: Path, text: str) -> None:
     bottom = (len(lines) * 7 * 1.35 + 10) / (fig.get_figheight() * 72)
     fig.tight_layout(rect=(0, bottom, 1, 1))
     fig.savefig(path, dpi=110)
-    _pyplot().close(fig)
+    pyplot().close(fig)
 
 
 def _grouped_bars(ax, names: list[str], series: dict[str, list[float]], ylabel: str) -> None:
@@ -142,7 +143,7 @@ def _grouped_bars(ax, names: list[str], series: dict[str, list[float]], ylabel: 
 
 def plot_lists(results: dict[str, Any], out: Path) -> list[dict[str, str]]:
     """Per-list JSD bars, choice histograms and position shares."""
-    plt = _pyplot()
+    plt = pyplot()
     variants = {label: r["lists"] for label, r in results["variants"].items() if "lists" in r}
     if not variants:
         return []
@@ -201,7 +202,7 @@ def plot_lists(results: dict[str, Any], out: Path) -> list[dict[str, str]]:
 
 
 def plot_open(results: dict[str, Any], out: Path) -> list[dict[str, str]]:
-    plt = _pyplot()
+    plt = pyplot()
     variants = {label: r["open"] for label, r in results["variants"].items() if "open" in r}
     if not variants:
         return []
@@ -221,7 +222,7 @@ def plot_open(results: dict[str, Any], out: Path) -> list[dict[str, str]]:
 
 
 def plot_creative(results: dict[str, Any], out: Path) -> list[dict[str, str]]:
-    plt = _pyplot()
+    plt = pyplot()
     variants = {label: r["creative"] for label, r in results["variants"].items() if "creative" in r}
     if not variants:
         return []
@@ -238,7 +239,7 @@ def plot_creative(results: dict[str, Any], out: Path) -> list[dict[str, str]]:
 
 
 def plot_sweep(results: dict[str, Any], out: Path) -> list[dict[str, str]]:
-    plt = _pyplot()
+    plt = pyplot()
     sweep = results.get("sweep")
     if not sweep:
         return []

@@ -17,7 +17,6 @@ usual GSM8K last-number check is reported beside it as "lenient accuracy".
 """
 from __future__ import annotations
 
-import argparse
 import math
 import random
 from collections import Counter
@@ -25,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gapo_lite.lab.runner import Experiment, RLRun, add_common_arguments, module_main, run_staged, settings_from_args, table
+from gapo_lite.lab.runner import Experiment, RLRun, experiment_main, run_staged, table, tiny_rl_config
 
 SHAPES = {"N": "bare", "N + N = N": "equation", "N - N = N": "equation", "The answer is N": "sentence"}
 LABELS = {"before": "before (pretrained)", "gapo": "GAPO accuracy+diversity", "baseline": "GRPO accuracy only"}
@@ -160,17 +159,6 @@ def measure(model: Any, tokenizer: Any, s: AccuracySettings) -> dict[str, Any]:
     return out
 
 
-def rl_config(s: AccuracySettings, start: Path, out: Path, run: RLRun | None = None):
-    from gapo_lite.training import TrainConfig
-
-    return TrainConfig(
-        model=str(start), backend="transformers", load_in_4bit=False, use_lora=False,
-        num_generations=s.num_generations, prompts_per_step=s.prompts_per_step, max_completion_length=s.max_completion_length,
-        temperature=s.rl_temperature, learning_rate=s.rl_lr, max_steps=s.rl_steps, save_steps=s.rl_steps,
-        save_total_limit=1, logging_steps=max(1, s.rl_steps // 10), seed=s.seed, output_dir=str(out), optim="adamw_torch",
-    )
-
-
 def experiment(s: AccuracySettings) -> Experiment:
     """The stages of this experiment for :func:`~gapo_lite.lab.runner.run_staged`."""
     from gapo_lite.data.arithmetic import arithmetic_words, build_arithmetic_dataset, format_signature, strict_answer
@@ -191,7 +179,7 @@ def experiment(s: AccuracySettings) -> Experiment:
         pretrain=lambda model, tok: supervised_pretrain(model, tok, pretrain_draw(s), steps=s.pretrain_steps, batch_size=s.pretrain_batch,
                                                         learning_rate=s.pretrain_lr, seed=s.seed, desc="pretraining (arithmetic)"),
         runs=runs,
-        rl_config=lambda start, out, run: rl_config(s, start, out, run),
+        rl_config=lambda start, out, run: tiny_rl_config(s, start, out, max_completion_length=s.max_completion_length, logging_steps=max(1, s.rl_steps // 10)),
         measure=lambda model, tok: measure(model, tok, s),
         format_table=format_table,
         pretrain_message="building and pretraining a tiny arithmetic model (one dominant solution format)",
@@ -222,17 +210,8 @@ def format_table(results: dict[str, Any]) -> str:
     return table(rows, [LABELS[m] for m in models], width=26, label_width=40)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_common_arguments(parser, "runs/exp_accuracy")
-
-
-def run(args: argparse.Namespace) -> int:
-    run_experiment(args.out, settings_from_args(AccuracySettings, args), command=getattr(args, "command", None))
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
-    return module_main("python -m gapo_lite.lab.accuracy", __doc__.split("\n")[0], "runs/exp_accuracy", run, argv)
+    return experiment_main("python -m gapo_lite.lab.accuracy", __doc__.split("\n")[0], "runs/exp_accuracy", AccuracySettings, run_experiment, argv)
 
 
 if __name__ == "__main__":

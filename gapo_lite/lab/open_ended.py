@@ -14,12 +14,11 @@
 """
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gapo_lite.lab.runner import Experiment, RLRun, add_common_arguments, module_main, run_staged, settings_from_args, table
+from gapo_lite.lab.runner import Experiment, RLRun, experiment_main, run_staged, table, tiny_rl_config
 
 LABELS = {"before": "before (collapsed)", "gapo": "GAPO", "baseline": "GRPO + validity"}
 
@@ -110,17 +109,6 @@ def measure(model: Any, tokenizer: Any, s: OpenSettings) -> dict[str, Any]:
     return out
 
 
-def rl_config(s: OpenSettings, start: Path, out: Path, run: RLRun | None = None):
-    from gapo_lite.training import TrainConfig
-
-    return TrainConfig(
-        model=str(start), backend="transformers", load_in_4bit=False, use_lora=False,
-        num_generations=s.num_generations, prompts_per_step=s.prompts_per_step, max_completion_length=2,
-        temperature=s.rl_temperature, learning_rate=s.rl_lr, max_steps=s.rl_steps, save_steps=s.rl_steps,
-        save_total_limit=1, logging_steps=max(1, s.rl_steps // 10), seed=s.seed, output_dir=str(out), optim="adamw_torch",
-    )
-
-
 def experiment(s: OpenSettings) -> Experiment:
     """The stages of this experiment for :func:`~gapo_lite.lab.runner.run_staged`."""
     from gapo_lite.data.open_ended import build_open_ended_dataset, prompt_words
@@ -142,7 +130,7 @@ def experiment(s: OpenSettings) -> Experiment:
                                                         batch_size=s.pretrain_batch, learning_rate=s.pretrain_lr, seed=s.seed,
                                                         desc="pretraining (collapse)"),
         runs=runs,
-        rl_config=lambda start, out, run: rl_config(s, start, out, run),
+        rl_config=lambda start, out, run: tiny_rl_config(s, start, out, max_completion_length=2, logging_steps=max(1, s.rl_steps // 10)),
         measure=lambda model, tok: measure(model, tok, s),
         format_table=format_table,
         pretrain_message="building and pretraining a collapsed tiny model (all categories)",
@@ -169,17 +157,8 @@ def format_table(results: dict[str, Any]) -> str:
     return table(rows, [LABELS[m] for m in models], label_width=52)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_common_arguments(parser, "runs/exp_open")
-
-
-def run(args: argparse.Namespace) -> int:
-    run_experiment(args.out, settings_from_args(OpenSettings, args), command=getattr(args, "command", None))
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
-    return module_main("python -m gapo_lite.lab.open_ended", __doc__.split("\n")[0], "runs/exp_open", run, argv)
+    return experiment_main("python -m gapo_lite.lab.open_ended", __doc__.split("\n")[0], "runs/exp_open", OpenSettings, run_experiment, argv)
 
 
 if __name__ == "__main__":

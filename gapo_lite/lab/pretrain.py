@@ -57,7 +57,7 @@ def pretrain_collapsed(
     so those would stay). ``collapse_params`` (substrings of parameter names, e.g. ``("layers.1.self_attn",)``)
     restricts the collapse phase to those parameters: a habit learned in one attention layer is a small, local
     change that GAPO can undo in general, where one spread over every block also leaves item-specific
-    preferences that GAPO then amplifies on held-out lists (measured in the demo's README section).
+    preferences that GAPO then amplifies on held-out lists.
     ``pool``
     (category -> items) replaces the kit's categories, e.g. for a seconds-long test.
     Returns the loss per step of both phases.

@@ -1,18 +1,19 @@
 """The regime map: from which starting points does GAPO spread a model, and does the mode pressure predict it?
 
-Tiny models are pretrained to a grid of starting points: a short, medium and long copy phase (how often the
-model answers an item of the list at all: its valid rate) times three degrees of collapse onto the first item
-(its dominant share). GAPO runs from each (the demo's RL settings, 150 instead of 250 steps so the map fits in
-about 25 minutes), and, on one axis the paper leaves open,
-with ``invalid_reward = 0`` instead of -1 from the starts of the middle collapse level. Every start is read with
+Tiny models are pretrained with the demo's recipe (the shared parts of ``gapo_lite.lab.lists``) to a grid of
+starting points: a short, medium and long copy phase (how often the model answers an item of the list at
+all: its valid rate) times three degrees of collapse onto the first item (its dominant share). GAPO runs
+from each with the demo's RL settings but fewer steps (the map runs one RL run per start, plus one more
+per start of one collapse level), and, on one axis the paper leaves open, with ``invalid_reward = 0``
+instead of -1 from the starts of the middle collapse level. Every start is read with
 :mod:`gapo_lite.diagnostics` before RL; after RL, held-out and training JSD say what GAPO actually did.
+Each start is one run of the staged runner (``start_copy<N>_first<S>/``), so an interrupted map resumes.
 
-    python -m gapo_lite.lab.regimes --out runs/regimes          # ~25 min on 2 cores
+    python -m gapo_lite.lab.regimes --out runs/regimes
     python -m gapo_lite.lab.regimes --quick --out /tmp/regimes  # seconds, figures meaningless
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import time
@@ -20,44 +21,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-SPREAD_MARGIN = 0.02  # a held-out JSD drop larger than this counts as "GAPO spread the model"
+from gapo_lite.lab.lists import QUICK, RL, SPREAD_MARGIN, Measurement, Pretraining, TinyModel
+
+RUNS = {-1.0: "gapo", 0.0: "gapo_inv0"}  # invalid reward -> the RL run's name in a start's folder
 
 
 @dataclass(frozen=True)
-class RegimeSettings:
-    """The grid and the shared sizes: the demo's model, pretraining recipe, RL settings and evaluation, with a shorter RL run."""
+class RegimeSettings(Measurement, RL, Pretraining, TinyModel):
+    """The list miniatures' shared parts (``gapo_lite.lab.lists``, the demo's recipe) and the grid of starts."""
 
-    hidden_size: int = 128
-    num_layers: int = 2
-    num_heads: int = 8
-    embedding_std: float = 0.1
-    copy_steps: tuple[int, ...] = (250, 600, 1600)  # cumulative: snapshots of one copy-phase run (low, mid, high validity)
+    copy_steps: tuple[int, ...] = (250, 600, 2500)  # cumulative: snapshots of one copy-phase run (low, mid, the demo's validity)
     first_shares: tuple[float, ...] = (0.4, 0.65, 0.9)  # collapse targets (degree of collapse onto the first item)
-    pretrain_steps: int = 200
-    pretrain_batch: int = 32
-    copy_lr: float = 3e-3
-    pretrain_lr: float = 3e-3
-    mixed_share: float = 0.5
-    lm_on_items: bool = False
-    freeze_embeddings_in_collapse: bool = True
     zero_invalid_share: float = 0.65  # the collapse level whose starts also run with invalid_reward = 0
-    rl_steps: int = 150  # the demo's RL run at less than half its length, so that the whole map fits in ~25 minutes
-    prompts_per_step: int = 4
-    num_generations: int = 32
-    rl_lr: float = 3e-4
-    rl_schedule: str = "cosine"
-    rl_temperature: float = 0.7
-    completion_tokens: int = 3
-    eval_lists: int = 10
-    eval_samples: int = 100
+    rl_steps: int = 150  # shorter than the demo's run: the map makes one or two per start
     eval_temperatures: tuple[float, ...] = (0.7,)
     seed: int = 0
     threads: int = 1
 
     @classmethod
     def quick(cls) -> "RegimeSettings":
-        return cls(hidden_size=32, num_heads=4, copy_steps=(5, 10), first_shares=(0.5, 0.9), pretrain_steps=5, pretrain_batch=8,
-                   zero_invalid_share=0.5, rl_steps=2, prompts_per_step=2, num_generations=4, eval_lists=2, eval_samples=8)
+        return cls(**QUICK, copy_steps=(5, 10), first_shares=(0.5, 0.9), pretrain_steps=5, pretrain_batch=8, zero_invalid_share=0.5, rl_steps=2)
 
 
 def threshold_curve(num_valid: int, invalid_reward: float, points: int = 60) -> tuple[list[float], list[float]]:
@@ -92,61 +75,81 @@ def _start_summary(measured: dict[str, Any], invalid_reward: float) -> dict[str,
     return {**out, **dataclasses.asdict(mean_reading(readings)), "prompts_spreading": sum(r.spreads for r in readings), "prompts": len(readings)}
 
 
-def run_regimes(out_dir: str | Path, s: RegimeSettings) -> dict[str, Any]:
-    """Pretrain the grid, run GAPO from every start, write ``results.json`` and ``regimes.png``; return the results."""
-    import torch
-    from transformers import logging as hf_logging
-
-    from gapo_lite.lab.lists import measure, rl_config
-    from gapo_lite.lab.pretrain import pretrain_collapsed
-    from gapo_lite.lab.tiny import build_tiny_model
+def copy_snapshots(out: Path, s: RegimeSettings) -> dict[int, Path]:
+    """One copy-phase run of the demo's tiny model, saved after each of ``s.copy_steps`` (cumulative) steps; a
+    snapshot already saved is loaded instead of trained again."""
+    from gapo_lite.lab.lists import build_list_model, pretrain_list_model
     from gapo_lite.models import load_model
-    from gapo_lite.training import train
+
+    snapshots = {copy: out / f"copy{copy}" for copy in sorted(s.copy_steps)}
+    model = tok = None
+    done = 0
+    for copy, snapshot in snapshots.items():
+        if (snapshot / "config.json").is_file():
+            model = tok = None
+        else:
+            if model is None:
+                model, tok = load_model(snapshots[done] if done else build_list_model(out / "base_model", s), lora=None)
+            pretrain_list_model(model, tok, s, copy_steps=copy - done, collapse_steps=0, first_share=None, seed=s.seed + copy, progress=False)
+            model.save_pretrained(snapshot)
+            tok.save_pretrained(snapshot)
+        done = copy
+    return snapshots
+
+
+def start_experiment(s: RegimeSettings, snapshot: Path, share: float, copy: int):
+    """One start of the map for the staged runner: the copy snapshot, collapsed at ``share``, then GAPO (with
+    ``invalid_reward = 0`` too at the ``zero_invalid_share`` level)."""
+    from gapo_lite.lab.lists import measure, pretrain_list_model, rl_config
+    from gapo_lite.lab.runner import Experiment, RLRun
+
+    rewards = [r for r in RUNS if r == -1.0 or share == s.zero_invalid_share]
+    return Experiment(
+        settings=s,
+        build_model=lambda path: snapshot,
+        pretrain=lambda model, tok: pretrain_list_model(model, tok, s, copy_steps=0, collapse_steps=s.pretrain_steps, first_share=share,
+                                                        seed=s.seed, progress=False),
+        runs=[RLRun(RUNS[r], f"GAPO, invalid reward {r:g}") for r in rewards],
+        rl_config=lambda start, out, run: rl_config(s, start, out, "gapo", invalid_reward=next(r for r in RUNS if RUNS[r] == run.name)),
+        measure=lambda model, tok: measure(model, tok, s),
+        format_table=lambda results: "\n".join([HEADER] + [format_row(row) for row in start_rows(results, copy, share)]),
+        pretrain_message=f"collapsing {snapshot.name} onto the first item at {share:g}",
+    )
+
+
+def start_rows(results: dict[str, Any], copy: int, share: float) -> list[dict[str, Any]]:
+    """The map's rows of one start (its staged results), one per RL run (invalid reward)."""
+    rows = []
+    for invalid_reward in (r for r in RUNS if RUNS[r] in results):
+        start = _start_summary(results["before"], invalid_reward)
+        after = results[RUNS[invalid_reward]]
+        row = {"start_name": start_name(copy, share), "copy_steps": copy, "first_share_target": share, "invalid_reward": invalid_reward, "start": start,
+               "after": {k: after[k] for k in ("heldout_jsd", "train_jsd", "heldout_valid_rate", "train_valid_rate")}}
+        row.update(prediction_record(start, row["after"]))
+        rows.append(row)
+    return rows
+
+
+def start_name(copy: int, share: float) -> str:
+    return f"start_copy{copy}_first{share:g}"
+
+
+def run_regimes(out_dir: str | Path, s: RegimeSettings, command: str | None = None) -> dict[str, Any]:
+    """Pretrain the grid, run GAPO from every start, write ``results.json`` and ``regimes.png``; return the results."""
+    from gapo_lite.lab.runner import run_staged, torch_threads
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    hf_logging.set_verbosity_error()
-    torch.set_num_threads(s.threads)
     t0 = time.perf_counter()
-    base = build_tiny_model(out / "base_model", hidden_size=s.hidden_size, num_layers=s.num_layers, num_heads=s.num_heads,
-                            num_kv_heads=s.num_heads, seed=s.seed, embedding_std=s.embedding_std)
-    model, tok = load_model(base, lora=None)
-    starts: list[tuple[str, int, float, Path]] = []
-    done = 0
-    for copy in sorted(s.copy_steps):  # one copy-phase run, snapshotted
-        pretrain_collapsed(model, tok, copy_steps=copy - done, steps=0, batch_size=s.pretrain_batch, learning_rate=s.copy_lr,
-                           mixed_share=s.mixed_share, lm_on_items=s.lm_on_items, seed=s.seed + copy, progress=False)
-        done = copy
-        snapshot = out / f"copy{copy}"
-        model.save_pretrained(snapshot)
-        tok.save_pretrained(snapshot)
-        for share in s.first_shares:
-            start_model, start_tok = load_model(snapshot, lora=None)
-            pretrain_collapsed(start_model, start_tok, steps=s.pretrain_steps, batch_size=s.pretrain_batch, first_share=share,
-                               learning_rate=s.pretrain_lr, mixed_share=s.mixed_share, lm_on_items=s.lm_on_items,
-                               freeze_embeddings_in_collapse=s.freeze_embeddings_in_collapse, seed=s.seed, progress=False)
-            path = out / f"start_copy{copy}_first{share:g}"
-            start_model.save_pretrained(path)
-            start_tok.save_pretrained(path)
-            starts.append((path.name, copy, share, path))
-    print(f"pretrained {len(starts)} starts in {time.perf_counter() - t0:.0f} s")
+    with torch_threads(s.threads):
+        snapshots = copy_snapshots(out, s)
     rows: list[dict[str, Any]] = []
-    for name, copy, share, path in starts:
-        start_model, start_tok = load_model(path, lora=None)
-        measured = measure(start_model, start_tok, s)
-        rewards = (-1.0, 0.0) if share == s.zero_invalid_share else (-1.0,)
-        for invalid_reward in rewards:
-            start = _start_summary(measured, invalid_reward)
-            run_dir = out / f"{name}_inv{invalid_reward:g}"
-            result = train(rl_config(s, path, run_dir, "gapo", invalid_reward=invalid_reward))
-            trained, trained_tok = load_model(result.adapter_dir, lora=None)
-            after = measure(trained, trained_tok, s)
-            row = {"start_name": name, "copy_steps": copy, "first_share_target": share, "invalid_reward": invalid_reward, "start": start,
-                   "after": {k: after[k] for k in ("heldout_jsd", "train_jsd", "heldout_valid_rate", "train_valid_rate")}}
-            row.update(prediction_record(start, row["after"]))
-            rows.append(row)
-            print(format_row(row), flush=True)
-    results = {"rows": rows, "settings": dataclasses.asdict(s), "wall_seconds": time.perf_counter() - t0, "spread_margin": SPREAD_MARGIN}
+    for copy, snapshot in snapshots.items():
+        for share in s.first_shares:
+            results = run_staged(start_experiment(s, snapshot, share, copy), out / start_name(copy, share))
+            rows += start_rows(results, copy, share)
+    results = {"rows": rows, "settings": dataclasses.asdict(s), "command": command, "wall_seconds": time.perf_counter() - t0,
+               "spread_margin": SPREAD_MARGIN}
     results["prediction_right"] = sum(r["right"] for r in rows)
     results["prediction_total"] = len(rows)
     (out / "results.json").write_text(json.dumps(results, indent=2))
@@ -180,47 +183,17 @@ def format_table(results: dict[str, Any]) -> str:
 
 
 def plot_regimes(results: dict[str, Any], path: Path) -> None:
-    """Final held-out JSD over the start's valid rate and dominant share, with the threshold curves."""
-    import matplotlib
+    """Final held-out JSD over the start's valid rate and dominant share, with the threshold curves (L = 8)."""
+    from gapo_lite.lab.plots import plot_regimes as plot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7.5, 5.2))
-    for invalid_reward, style in ((-1.0, "-"), (0.0, "--")):
-        d, v = threshold_curve(8, invalid_reward)
-        ax.plot(v, d, style, color="black", linewidth=1, label=f"threshold, invalid reward {invalid_reward:g} (GAPO spreads to the right)")
-    rows = results["rows"]
-    for invalid_reward, marker in ((-1.0, "o"), (0.0, "s")):
-        mine = [r for r in rows if r["invalid_reward"] == invalid_reward]
-        if not mine:
-            continue
-        sc = ax.scatter([r["start"]["valid_rate"] for r in mine], [r["start"]["dominant_share"] for r in mine], c=[r["after"]["heldout_jsd"] for r in mine],
-                        cmap="viridis_r", vmin=0, vmax=0.6, marker=marker, s=90, edgecolors="black", label=f"start, invalid reward {invalid_reward:g}")
-    for r in rows:
-        ax.annotate(f"{r['start']['heldout_jsd']:.2f}->{r['after']['heldout_jsd']:.2f}", (r["start"]["valid_rate"], r["start"]["dominant_share"]),
-                    textcoords="offset points", xytext=(6, 4 if r["invalid_reward"] == -1.0 else -10), fontsize=7)
-    fig.colorbar(sc, ax=ax, label="held-out JSD after GAPO (T = 0.7)")
-    ax.set_xlabel("start valid rate (held-out, T = 0.7)")
-    ax.set_ylabel("start dominant share per prompt")
-    ax.set_xlim(max(0.0, min(r["start"]["valid_rate"] for r in rows) - 0.05), 1.005)
-    ax.set_ylim(0.1, 1.02)
-    ax.legend(fontsize=7, loc="lower left")
-    ax.set_title(f"Where GAPO spreads a model (L = 8; pressure right in {results['prediction_right']}/{results['prediction_total']})")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    plot(results, path, {invalid_reward: threshold_curve(8, invalid_reward) for invalid_reward in RUNS})
 
 
 def main(argv: list[str] | None = None) -> int:
-    from gapo_lite.lab import add_common_arguments, apply_overrides
+    from gapo_lite.lab.runner import experiment_main
 
-    parser = argparse.ArgumentParser(prog="python -m gapo_lite.lab.regimes", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_common_arguments(parser, "runs/regimes")
-    args = parser.parse_args(argv)
-    s = apply_overrides(RegimeSettings.quick() if args.quick else RegimeSettings(), args.overrides, what="regime setting")
-    run_regimes(args.out, s)
-    return 0
+    return experiment_main("python -m gapo_lite.lab.regimes", __doc__.split("\n")[0], "runs/regimes", RegimeSettings, run_regimes, argv,
+                           what="regime setting")
 
 
 if __name__ == "__main__":

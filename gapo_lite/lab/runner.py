@@ -3,8 +3,8 @@
 Stages: build a tiny model -> pretrain it (the same start for every RL run) -> measure it -> each RL run
 from that start -> measure each -> ``results.json``, the plain-text table and optional plots. An
 experiment supplies only what differs (:class:`Experiment`); its settings dataclass needs ``seed`` and
-``threads`` and is recorded whole. The demo (``gapo_lite/lab/demo.py``) follows the same stages and can be
-expressed as an :class:`Experiment` too (its pretraining is ``pretrain_collapsed``, its plot ``choices.png``).
+``threads`` and is recorded whole. The demo, the experiments and (one run per start) the regime map all
+run on it.
 """
 from __future__ import annotations
 
@@ -56,9 +56,9 @@ class Experiment:
 def torch_threads(n: int) -> Iterator[None]:
     """Run with ``n`` torch threads, then restore the previous count.
 
-    The demo uses 2: on an idle 2-core machine two threads took 0.71x the time per copy step and 0.73x per
-    GAPO step (``benchmarks/threads.py``). The other experiments keep 1, the count their recorded runs used;
-    on a busy machine a second thread stalls whenever another process holds its core.
+    More threads pay off only on idle cores (``benchmarks/threads.py`` measures it): a thread that waits for
+    a core another process holds stalls the others. The figures depend slightly on the count, so each
+    experiment records it in its settings.
     """
     import torch
 
@@ -196,6 +196,21 @@ def load_trained(trained_dir: Path, start: Path) -> tuple[Any, Any]:
     return PeftModel.from_pretrained(model, str(trained_dir), is_trainable=False), tokenizer
 
 
+def tiny_rl_config(s: Any, start: Path, out: Path, **fields: Any):
+    """The TrainConfig of an RL stage: full fine-tuning of a tiny model on the CPU from ``start``, with the
+    settings' ``rl_steps``, ``rl_lr``, ``rl_temperature``, ``prompts_per_step``, ``num_generations`` and
+    ``seed``, one checkpoint kept; ``fields`` sets what an experiment decides itself (reward, completion
+    length, schedule, checkpoint and logging steps)."""
+    from gapo_lite.training import TrainConfig
+
+    base: dict[str, Any] = {
+        "model": str(start), "backend": "transformers", "load_in_4bit": False, "use_lora": False, "num_generations": s.num_generations,
+        "prompts_per_step": s.prompts_per_step, "temperature": s.rl_temperature, "learning_rate": s.rl_lr, "max_steps": s.rl_steps,
+        "save_steps": s.rl_steps, "save_total_limit": 1, "seed": s.seed, "output_dir": str(out), "optim": "adamw_torch",
+    }
+    return TrainConfig(**{**base, **fields})
+
+
 def table(rows: Sequence[tuple[str, Sequence[float]]], columns: Sequence[str], *, width: int = 22, label_width: int = 40) -> str:
     """A plain-text table: one label and one formatted value per column on each row."""
     header = f"{'metric':{label_width}s}" + "".join(f"{c:>{width}s}" for c in columns)
@@ -233,3 +248,15 @@ def module_main(prog: str, description: str, default_out: str, run: Callable[[ar
     except UserError as err:
         print(f"{prog}: error: {err}", file=sys.stderr)
         return 2
+
+
+def experiment_main(prog: str, description: str, default_out: str, settings_class: Any, run: Callable[..., Any], argv: list[str] | None,
+                    what: str = "setting") -> int:
+    """:func:`module_main` for an experiment run by ``run(out_dir, settings, command=...)``, its settings from
+    :func:`settings_from_args` (``what`` names a key in messages)."""
+
+    def go(args: argparse.Namespace) -> int:
+        run(args.out, settings_from_args(settings_class, args, what=what), command=args.command)
+        return 0
+
+    return module_main(prog, description, default_out, go, argv)
