@@ -21,6 +21,28 @@ VALIDATOR_LABELS = {"word_lists": "kit's word lists", "open": "open vocabularies
 TOP_PROMPTS = ("city", "country", "animal")
 
 
+def load_results(path: Path) -> dict[str, Any]:
+    """One seed's results: its ``results.json``, or for an experiment folder whose runs have not all finished,
+    the stages recorded so far (``stages/*.json``), marked ``"complete": False``."""
+    path = Path(path)
+    if path.is_file():
+        return {**json.loads(path.read_text()), "complete": True}
+    if (path / "results.json").is_file():
+        return load_results(path / "results.json")
+    stages = path / "stages"
+    read = lambda name: json.loads((stages / f"{name}.json").read_text()) if (stages / f"{name}.json").is_file() else None
+    start, settings = read("start"), read("settings")
+    if start is None or settings is None:
+        raise FileNotFoundError(f"{path} holds neither results.json nor a measured start (stages/start.json)")
+    results: dict[str, Any] = {"before": start["before"], "settings": settings, "stage_seconds": {"pretrain": start["seconds"]}, "complete": False}
+    for name in settings["runs"]:
+        done = read(name)
+        if done is not None:
+            results[name] = done["measured"]
+            results["stage_seconds"][name] = done["seconds"]
+    return results
+
+
 def models(results: dict[str, Any]) -> list[str]:
     return [n for n in LABELS if isinstance(results.get(n), dict) and "heldout_jsd" in results[n]]
 
@@ -127,19 +149,20 @@ def slim(results: dict[str, Any]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gapo_lite.lab.smollm2_report", description=__doc__.splitlines()[0])
-    parser.add_argument("results", nargs="+", type=Path, help="results.json of each seed's run")
+    parser.add_argument("results", nargs="+", type=Path, help="each seed's results.json, or its experiment folder (the stages finished so far)")
     parser.add_argument("--plots", type=Path, help="folder for smollm2_positions.png and smollm2_curves.png")
     parser.add_argument("--record", type=Path, help="write the seeds' slimmed results here (a JSON list)")
     args = parser.parse_args(argv)
-    all_results = [json.loads(p.read_text()) for p in args.results]
+    all_results = [load_results(p) for p in args.results]
     for path, results in zip(args.results, all_results):
         scores = open_scores(results)
-        print(f"== seed {results['settings']['seed']} ({path})\n{format_table(results)}\n")
+        status = "" if results["complete"] else ", runs not all finished"
+        print(f"== seed {results['settings']['seed']} ({path}{status})\n{format_table(results)}\n")
         print(f"{format_open_table(results, scores)}\n\n{format_top_answers(results, scores)}\n")
     if args.plots:
         args.plots.mkdir(parents=True, exist_ok=True)
         print("wrote", plot_positions(all_results, args.plots / "smollm2_positions.png"), "and",
-              plot_curves([p.parent for p in args.results], args.plots / "smollm2_curves.png"))
+              plot_curves([p if p.is_dir() else p.parent for p in args.results], args.plots / "smollm2_curves.png"))
     if args.record:
         args.record.write_text(json.dumps([slim(r) for r in all_results], indent=1))
         print("wrote", args.record)
