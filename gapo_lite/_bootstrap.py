@@ -1,7 +1,7 @@
 """Which backend runs, decided in one place, and importing Unsloth before trl/transformers/peft when it does.
 
 ``import gapo_lite`` imports Unsloth only when ``GAPO_LITE_BACKEND=unsloth`` asks for it. Otherwise the run's
-hardware plan (``gapo_lite.training.hardware``) or ``load_model`` imports it when they choose the Unsloth
+run plan (``gapo_lite.runplan``) or ``load_model`` imports it when they choose the Unsloth
 backend; gapo-lite itself imports no trl/transformers/peft before that point. A run with
 ``backend="transformers"`` never imports Unsloth, GPU or not.
 """

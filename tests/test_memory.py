@@ -215,7 +215,7 @@ def test_bad_settings_are_named():
     spec = ModelSpec.builtin("qwen2.5-0.5b")
     with pytest.raises(ValueError, match="num_generations"):
         plan_memory(spec, num_generations=1, budget_bytes=GIB)
-    with pytest.raises(ValueError, match="world_size"):
+    with pytest.raises(ValueError, match="does not split over 2 processes"):
         plan_memory(spec, prompts_per_step=3, world_size=2, budget_bytes=GIB)
     with pytest.raises(ValueError, match="quantization"):
         plan_memory(spec, quantization="8bit", budget_bytes=GIB)

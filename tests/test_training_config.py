@@ -125,7 +125,7 @@ def test_prompt_tokens_are_measured_from_the_dataset(tiny_model_path):
 def test_cuda_chunking_plans_with_the_measured_prompts_and_the_real_backend():
     import dataclasses
 
-    from gapo_lite.training.hardware import resolve_hardware
+    from gapo_lite.runplan import resolve_hardware
     from gapo_lite.training.trainer import resolve_chunk_size
 
     config = TrainConfig(model="qwen2.5-7b", memory_budget_gb=24, max_completion_length=32)
