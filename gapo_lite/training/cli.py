@@ -25,6 +25,7 @@ def run(args: argparse.Namespace) -> int:
 
         print(yaml.safe_dump(config.to_dict(), sort_keys=False))
         return 0
+    recipe.prepare_for(config)
     require_local_model(config.model, "model")
     from gapo_lite.memory import MemoryPlanError
     from gapo_lite.memory.cli import report_plan_error
