@@ -134,12 +134,12 @@ def test_unknown_model_lists_known(name):
 
 def test_qwen7b_is_physically_sensible():
     spec = ModelSpec.builtin("qwen2.5-7b")
-    plan = plan_memory(spec, budget_bytes=24 * GIB)
+    plan = plan_memory(spec, budget_bytes=24 * GIB, completion_tokens=256)
     assert 4.5e9 < plan.terms["weights"] < 6.0e9  # ~0.5 byte/param for 6.5B projection weights + 16-bit embeddings/head
     assert plan.fits and 1 <= plan.chunk_size <= 64
     assert plan.estimated_peak_bytes <= 24 * GIB
     # transformers backend: 256 sequences x 512 tokens x 28 layers x (K, V) x 4 kv heads x 128 x 2 bytes = 7 GiB exactly
-    transformers = plan_memory(spec, budget_bytes=24 * GIB, backend="transformers")
+    transformers = plan_memory(spec, budget_bytes=24 * GIB, backend="transformers", completion_tokens=256)
     assert transformers.terms["kv_cache"] == 7 * GIB
 
 

@@ -123,16 +123,22 @@ class MemoryPlanError(ValueError):
         self.plan = plan
 
 
+DEFAULT_PROMPT_TOKENS = 256  # only when no tokenizer and dataset are at hand to measure
+
+
 @dataclass(frozen=True)
 class PlanSettings:
-    """Everything a plan depends on besides the model and the chunk size (validated on creation)."""
+    """Everything a plan depends on besides the model and the chunk size (validated on creation).
+
+    The defaults are ``TrainConfig``'s as ``train()`` runs it on a CUDA GPU with Unsloth (a test keeps them equal);
+    ``train()`` and ``gapo-lite plan`` always pass every field from the config and its run plan."""
 
     quantization: str = "4bit"
     lora_rank: int = 64
     num_generations: int = 32
     prompts_per_step: int = 8
-    prompt_tokens: int = 256
-    completion_tokens: int = 256
+    prompt_tokens: int = DEFAULT_PROMPT_TOKENS
+    completion_tokens: int = 32
     world_size: int = 1
     backend: str = "unsloth"
     gradient_checkpointing: bool = True
@@ -458,45 +464,18 @@ def _make_plan(spec: ModelSpec, s: PlanSettings, chunk: int, budget: int) -> Mem
     )
 
 
-def plan_memory(
-    spec: ModelSpec,
-    *,
-    quantization: str = "4bit",
-    lora_rank: int = 64,
-    num_generations: int = 32,
-    prompts_per_step: int = 8,
-    prompt_tokens: int = 256,
-    completion_tokens: int = 256,
-    budget_bytes: int | None = None,
-    world_size: int = 1,
-    backend: str = "unsloth",
-    gradient_checkpointing: bool = True,
-    optimizer: str = "adamw_8bit",
-    fast_inference: bool = False,
-    gpu_memory_utilization: float = 0.5,
-    gpu_total_bytes: int | None = None,
-) -> MemoryPlan:
+def plan_memory(spec: ModelSpec, settings: PlanSettings | None = None, *, budget_bytes: int | None = None, **fields: Any) -> MemoryPlan:
     """The largest chunk size (completions per micro-batch) that divides the per-process generation batch and fits.
 
-    ``budget_bytes=None`` uses the free memory of the current CUDA device (an error on a machine without
-    one). Raises :class:`MemoryPlanError` (a ``ValueError``, message includes the table) when even chunk
+    ``settings`` (or :class:`PlanSettings` built from ``fields``) says what runs. ``budget_bytes=None`` uses the
+    free memory of the current CUDA device (an error on a machine without one). Raises
+    :class:`MemoryPlanError` (a ``ValueError``, message includes the table and what would fit) when even chunk
     size 1 does not fit.
     """
-    settings = PlanSettings(
-        quantization=quantization,
-        lora_rank=lora_rank,
-        num_generations=num_generations,
-        prompts_per_step=prompts_per_step,
-        prompt_tokens=prompt_tokens,
-        completion_tokens=completion_tokens,
-        world_size=world_size,
-        backend=backend,
-        gradient_checkpointing=gradient_checkpointing,
-        optimizer=optimizer,
-        fast_inference=fast_inference,
-        gpu_memory_utilization=gpu_memory_utilization,
-        gpu_total_bytes=gpu_total_bytes,
-    )
+    if settings is None:
+        settings = PlanSettings(**fields)
+    elif fields:
+        settings = dataclasses.replace(settings, **fields)
     budget = free_cuda_bytes() if budget_bytes is None else int(budget_bytes)
     if budget <= 0:
         raise ValueError(f"budget_bytes must be positive, got {budget_bytes!r}")

@@ -22,6 +22,7 @@ clusters would merge completions that a reader sees as different; 0.85 merges on
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from collections.abc import Callable, Sequence
@@ -49,15 +50,30 @@ def resolve_model_path(model_name: str) -> str:
     return model_name
 
 
+@contextlib.contextmanager
+def offline_hub():
+    """``HF_HUB_OFFLINE=1`` for the duration of the block, restored afterwards (the rest of the process is untouched)."""
+    old = os.environ.get("HF_HUB_OFFLINE")
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("HF_HUB_OFFLINE", None)
+        else:
+            os.environ["HF_HUB_OFFLINE"] = old
+
+
 @functools.lru_cache(maxsize=None)
 def load_sentence_model(model_name: str = DEFAULT_MODEL, device: str | None = None):
-    """Load (once per name and device, then cached) a sentence-transformers model; offline by default."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    """Load (once per name and device, then cached) a sentence-transformers model, the kit's one loader of
+    all-MiniLM-L6-v2 (the bundled offline copy) and others; the hub is not asked while it loads."""
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError as exc:
         raise ImportError("semantic scoring needs sentence-transformers: pip install 'gapo-lite[eval]'") from exc
-    return SentenceTransformer(resolve_model_path(model_name), device=device)
+    with offline_hub():
+        return SentenceTransformer(resolve_model_path(model_name), device=device)
 
 
 def cluster_embeddings(embeddings: np.ndarray, threshold: float = DEFAULT_THRESHOLD) -> list[int]:

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from gapo_lite.memory import GIB, MemoryPlan, ModelSpec, plan_memory
-from gapo_lite.memory.planner import free_cuda_bytes
+from gapo_lite.memory import GIB, MemoryPlan, ModelSpec, PlanSettings, plan_memory
+from gapo_lite.memory.planner import DEFAULT_PROMPT_TOKENS, free_cuda_bytes
 from gapo_lite.runplan import RunPlan, resolve_hardware
 from gapo_lite.sampling import render_prompt
 from gapo_lite.training.config import TrainConfig
 
-DEFAULT_PROMPT_TOKENS = 256  # only when no tokenizer and dataset are at hand to measure
+__all__ = ["DEFAULT_PROMPT_TOKENS", "measure_prompt_tokens", "model_spec", "plan_for_config"]
 
 
 def measure_prompt_tokens(tokenizer: Any, dataset: Any, sample: int = 256) -> int:
@@ -63,15 +63,13 @@ def plan_for_config(
     hardware = hardware or resolve_hardware(config, cuda=True)
     spec = model_spec(config, model, model_path)
     budget = int(config.memory_budget_gb * GIB) if config.memory_budget_gb is not None else free_cuda_bytes() + already_allocated
-    return plan_memory(
-        spec,
+    settings = PlanSettings(
         quantization=hardware.quantization,
         lora_rank=config.lora_r,
         num_generations=config.num_generations,
         prompts_per_step=config.prompts_per_step,
         prompt_tokens=prompt_tokens,
         completion_tokens=config.max_completion_length,
-        budget_bytes=budget,
         world_size=hardware.world_size,
         backend=hardware.backend,
         gradient_checkpointing=hardware.gradient_checkpointing,
@@ -80,3 +78,4 @@ def plan_for_config(
         gpu_memory_utilization=config.gpu_memory_utilization,
         gpu_total_bytes=total_bytes or (gpu_total_bytes() if hardware.cuda else None),
     )
+    return plan_memory(spec, settings, budget_bytes=budget)
