@@ -7,10 +7,12 @@ backend; gapo-lite itself imports no trl/transformers/peft before that point. A 
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import logging
 import os
 import sys
+from collections.abc import Iterator
 
 logger = logging.getLogger("gapo_lite")
 
@@ -109,3 +111,18 @@ def import_unsloth_first() -> bool:
         return False
     import_unsloth()
     return True
+
+
+@contextlib.contextmanager
+def environment(name: str, value: str | None) -> Iterator[None]:
+    """``$name`` set to ``value`` for the block (left as it is when ``value`` is None), then restored as it was."""
+    old = os.environ.get(name)
+    if value is not None:
+        os.environ[name] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = old

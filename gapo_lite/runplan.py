@@ -133,7 +133,7 @@ class RunPlan:
         import_backend(self.backend)
 
 
-HardwarePlan = RunPlan  # the name the run plan had before it also owned batching
+HardwarePlan = RunPlan  # the same class under the name scripts and notebooks use
 
 
 def choose_precision(backend: str, cuda: bool, requested: str = "auto") -> str:
@@ -187,16 +187,9 @@ def resolve_run_plan(
     )
 
 
+PLANNED_FIELDS = ("backend", "load_in_4bit", "fast_inference", "optim", "gradient_checkpointing", "precision")  # what a TrainConfig asks for
+
+
 def resolve_hardware(config: Any, *, cuda: bool | None = None, has_unsloth: bool | None = None, processes: int | None = None) -> RunPlan:
     """The run plan for ``config`` (a ``TrainConfig``) on this machine (or the one described by the keywords)."""
-    return resolve_run_plan(
-        backend=config.backend,
-        load_in_4bit=config.load_in_4bit,
-        fast_inference=config.fast_inference,
-        optim=config.optim,
-        gradient_checkpointing=config.gradient_checkpointing,
-        precision=getattr(config, "precision", "auto"),
-        cuda=cuda,
-        has_unsloth=has_unsloth,
-        processes=processes,
-    )
+    return resolve_run_plan(**{name: getattr(config, name) for name in PLANNED_FIELDS}, cuda=cuda, has_unsloth=has_unsloth, processes=processes)

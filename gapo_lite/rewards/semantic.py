@@ -22,13 +22,12 @@ clusters would merge completions that a reader sees as different; 0.85 merges on
 """
 from __future__ import annotations
 
-import contextlib
 import functools
-import os
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from gapo_lite._bootstrap import environment
 from gapo_lite.rewards.frequency import frequency_rewards_with_L
 from gapo_lite.rewards.group import Group
 
@@ -50,20 +49,6 @@ def resolve_model_path(model_name: str) -> str:
     return model_name
 
 
-@contextlib.contextmanager
-def offline_hub():
-    """``HF_HUB_OFFLINE=1`` for the duration of the block, restored afterwards (the rest of the process is untouched)."""
-    old = os.environ.get("HF_HUB_OFFLINE")
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop("HF_HUB_OFFLINE", None)
-        else:
-            os.environ["HF_HUB_OFFLINE"] = old
-
-
 @functools.lru_cache(maxsize=None)
 def load_sentence_model(model_name: str = DEFAULT_MODEL, device: str | None = None):
     """Load (once per name and device, then cached) a sentence-transformers model, the kit's one loader of
@@ -72,7 +57,7 @@ def load_sentence_model(model_name: str = DEFAULT_MODEL, device: str | None = No
         from sentence_transformers import SentenceTransformer
     except ImportError as exc:
         raise ImportError("semantic scoring needs sentence-transformers: pip install 'gapo-lite[eval]'") from exc
-    with offline_hub():
+    with environment("HF_HUB_OFFLINE", "1"):
         return SentenceTransformer(resolve_model_path(model_name), device=device)
 
 
