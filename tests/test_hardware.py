@@ -99,7 +99,7 @@ def test_cpu_precision_follows_the_config_and_the_cpu(monkeypatch):
 
 
 def test_batch_divisibility_is_one_rule():
-    """The config, the run plan, TRL's kwargs and the planner refuse the same split: groups never straddle processes."""
+    """The config, the run plan, TRL's kwargs and the planner refuse the same splits."""
     from gapo_lite.memory import PlanSettings
 
     config = cfg()  # 2 prompts x G=4

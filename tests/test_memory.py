@@ -216,7 +216,7 @@ def test_bad_settings_are_named():
     with pytest.raises(ValueError, match="num_generations"):
         plan_memory(spec, num_generations=1, budget_bytes=GIB)
     with pytest.raises(ValueError, match="does not split over 2 processes"):
-        plan_memory(spec, prompts_per_step=3, world_size=2, budget_bytes=GIB)
+        plan_memory(spec, prompts_per_step=3, num_generations=3, world_size=2, budget_bytes=GIB)
     with pytest.raises(ValueError, match="quantization"):
         plan_memory(spec, quantization="8bit", budget_bytes=GIB)
     with pytest.raises(ValueError, match="backend"):
