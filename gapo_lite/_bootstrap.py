@@ -1,16 +1,18 @@
 """Which backend runs, decided in one place, and importing Unsloth before trl/transformers/peft when it does.
 
 ``import gapo_lite`` imports Unsloth only when ``GAPO_LITE_BACKEND=unsloth`` asks for it. Otherwise the run's
-hardware plan (``gapo_lite.training.hardware``) or ``load_model`` imports it when they choose the Unsloth
+run plan (``gapo_lite.runplan``) or ``load_model`` imports it when they choose the Unsloth
 backend; gapo-lite itself imports no trl/transformers/peft before that point. A run with
 ``backend="transformers"`` never imports Unsloth, GPU or not.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import logging
 import os
 import sys
+from collections.abc import Iterator
 
 logger = logging.getLogger("gapo_lite")
 
@@ -109,3 +111,18 @@ def import_unsloth_first() -> bool:
         return False
     import_unsloth()
     return True
+
+
+@contextlib.contextmanager
+def environment(name: str, value: str | None) -> Iterator[None]:
+    """``$name`` set to ``value`` for the block (left as it is when ``value`` is None), then restored as it was."""
+    old = os.environ.get(name)
+    if value is not None:
+        os.environ[name] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = old

@@ -13,7 +13,7 @@ import importlib
 import sys
 from typing import NoReturn
 
-from gapo_lite.errors import UserError
+from gapo_lite.errors import USAGE_ERROR, UserError, print_error
 
 COMMANDS = {
     "demo": ("gapo_lite.lab.demo", "the miniature GAPO reproduction on CPU (the README's main job)"),
@@ -21,7 +21,6 @@ COMMANDS = {
     "plan": ("gapo_lite.memory.cli", "memory plan: what fits, and how to chunk the groups"),
     "eval": ("gapo_lite.eval.cli", "diversity / validity / accuracy evaluation with a report"),
 }
-USAGE_ERROR = 2
 
 
 class OneLineErrorParser(argparse.ArgumentParser):
@@ -50,8 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run one command; exceptions (user errors included) propagate."""
     args = build_parser().parse_args(argv)
     if getattr(args, "_missing", None):
-        print(f"gapo-lite {args.command}: error: not available in this build ({args._missing} missing)", file=sys.stderr)
-        return USAGE_ERROR
+        return print_error(f"gapo-lite {args.command}", f"not available in this build ({args._missing} missing)")
     return int(importlib.import_module(args._module).run(args) or 0)
 
 
@@ -67,9 +65,7 @@ def entry(argv: list[str] | None = None) -> int:
     try:
         return main(argv)
     except UserError as err:
-        message = " ".join(str(err).split()) or type(err).__name__
-        print(f"{command_name(argv)}: error: {message}", file=sys.stderr)
-        return USAGE_ERROR
+        return print_error(command_name(argv), err)
 
 
 if __name__ == "__main__":

@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from gapo_lite._bootstrap import choose_backend, import_unsloth, unsloth_installed
+from gapo_lite.errors import looks_like_local_path
 from gapo_lite.gguf import gguf_checkpoint, is_gguf
+from gapo_lite.runplan import RunPlan, resolve_run_plan
 from gapo_lite.sampling import ensure_pad_token
 
 logger = logging.getLogger("gapo_lite")
@@ -36,30 +37,9 @@ class LoraSettings:
             raise ValueError("LoRA target_modules is empty")
 
 
-def cuda_available() -> bool:
-    import torch
-
-    return torch.cuda.is_available()
-
-
-def resolve_backend(backend: str) -> tuple[str, str]:
-    """The concrete backend for ``backend`` on this machine and the reason it was chosen (one rule for the
-    whole kit: ``gapo_lite._bootstrap.choose_backend``)."""
-    return choose_backend(backend, cuda_available(), unsloth_installed())
-
-
-def compute_dtype() -> Any:
-    """The dtype for a transformers-backend model: bf16 on a GPU with native bf16 (compute capability >= 8),
-    fp16 on one without (a T4: ``is_bf16_supported()`` alone would count emulation), fp32 on a CPU."""
-    import torch
-
-    if not cuda_available():
-        return torch.float32
-    return torch.bfloat16 if torch.cuda.is_bf16_supported(including_emulation=False) else torch.float16
-
-
 def check_model_path(name_or_path: str | Path) -> str:
-    """Reject a local-looking path that does not hold a model, naming what is missing.
+    """Reject a local path (see :func:`~gapo_lite.errors.looks_like_local_path`) that does not hold a model,
+    naming what is missing; a hub id is returned as is.
 
     A ``.gguf`` file is converted once to a plain checkpoint folder (:mod:`gapo_lite.gguf`), whose path is returned.
     """
@@ -69,8 +49,7 @@ def check_model_path(name_or_path: str | Path) -> str:
             raise FileNotFoundError(f"GGUF file {text!r} does not exist")
         return str(gguf_checkpoint(text))
     path = Path(text).expanduser()
-    looks_local = path.exists() or text.startswith((".", "/", "~")) or text.count("/") > 1 or "\\" in text
-    if looks_local:
+    if path.exists() or looks_like_local_path(text):
         if not path.is_dir():
             raise FileNotFoundError(f"model path {text!r} does not exist (or is not a folder)")
         if not (path / "config.json").is_file():
@@ -107,43 +86,40 @@ def load_model(
     gpu_memory_utilization: float = 0.5,
     random_state: int = 3407,
     gradient_checkpointing: bool = True,
+    plan: RunPlan | None = None,
 ) -> tuple[Any, Any]:
     """Load a causal LM and its tokenizer with a LoRA adapter attached (``lora=None``: no adapter).
 
-    ``auto`` uses Unsloth (fused kernels, 4-bit, gradient checkpointing "unsloth") when a CUDA GPU and
-    unsloth are present, otherwise transformers + peft (bitsandbytes NF4 on CUDA, float32 on CPU).
-    ``fast_inference=True`` (vLLM colocated generation) needs Unsloth on a CUDA GPU; vLLM then takes
-    ``gpu_memory_utilization`` of the GPU (install it with ``pip install gapo-lite[vllm]``).
+    How it loads is the run plan's decision (:mod:`gapo_lite.runplan`): ``plan``, or one resolved here from
+    ``backend``, ``load_in_4bit`` and ``fast_inference``. ``auto`` uses Unsloth (fused kernels, 4-bit, gradient
+    checkpointing "unsloth") when a CUDA GPU and unsloth are present, otherwise transformers + peft
+    (bitsandbytes NF4 on CUDA, float32 on CPU). ``fast_inference=True`` (vLLM colocated generation) needs
+    Unsloth on a CUDA GPU; vLLM then takes ``gpu_memory_utilization`` of the GPU (``pip install gapo-lite[vllm]``).
     ``gradient_checkpointing=False`` turns off Unsloth's ``"unsloth"`` checkpointing (transformers: see TRL's flag).
     """
     path = check_model_path(name_or_path)
-    chosen, reason = resolve_backend(backend)
-    if fast_inference and not cuda_available():
-        raise ValueError("fast_inference=True needs vLLM on a CUDA GPU; this machine has none. Use fast_inference=False.")
-    if fast_inference and chosen != "unsloth":
-        raise ValueError("fast_inference=True is Unsloth's colocated vLLM; use backend='unsloth' (or 'auto' with unsloth installed)")
-    if load_in_4bit and not cuda_available():
-        logger.info("gapo-lite: 4-bit quantization needs CUDA; loading in full precision instead")
-        load_in_4bit = False
-    logger.info("gapo-lite: backend=%s (%s)", chosen, reason)
-    print(f"gapo-lite: loading {path} with backend={chosen} ({reason}), 4-bit={load_in_4bit}")
-    if chosen == "unsloth":
-        return _load_unsloth(path, load_in_4bit, max_seq_length, lora, fast_inference, gpu_memory_utilization, random_state, gradient_checkpointing)
-    return _load_transformers(path, load_in_4bit, lora, random_state)
+    if plan is None:
+        plan = resolve_run_plan(backend=backend, load_in_4bit=load_in_4bit, fast_inference=fast_inference,
+                                gradient_checkpointing=gradient_checkpointing)
+    logger.info("gapo-lite: %s", plan.describe())
+    print(f"gapo-lite: loading {path} with backend={plan.backend} ({plan.backend_reason}), 4-bit={plan.load_in_4bit}")
+    if plan.backend == "unsloth":
+        return _load_unsloth(path, plan, max_seq_length, lora, gpu_memory_utilization, random_state)
+    return _load_transformers(path, plan, lora, random_state)
 
 
-def _load_unsloth(path, load_in_4bit, max_seq_length, lora, fast_inference, gpu_memory_utilization, random_state, gradient_checkpointing=True):
-    import_unsloth()
+def _load_unsloth(path: str, plan: RunPlan, max_seq_length: int, lora: LoraSettings | None, gpu_memory_utilization: float, random_state: int):
+    plan.import_backend()
     from unsloth import FastLanguageModel
 
     kwargs: dict[str, Any] = dict(
         model_name=path,
         max_seq_length=max_seq_length,
-        load_in_4bit=load_in_4bit,
-        fast_inference=fast_inference,
-        max_lora_rank=lora.r if lora else 64,
+        load_in_4bit=plan.load_in_4bit,
+        fast_inference=plan.fast_inference,
+        max_lora_rank=lora.r if lora else LoraSettings.r,
     )
-    if fast_inference:
+    if plan.fast_inference:
         kwargs["gpu_memory_utilization"] = gpu_memory_utilization
     model, tokenizer = FastLanguageModel.from_pretrained(**kwargs)
     if Path(path).is_dir():
@@ -154,42 +130,47 @@ def _load_unsloth(path, load_in_4bit, max_seq_length, lora, fast_inference, gpu_
             r=lora.r,
             lora_alpha=lora.alpha,
             lora_dropout=lora.dropout,
-            target_modules=list(lora.target_modules),
-            use_gradient_checkpointing="unsloth" if gradient_checkpointing else False,
+            target_modules=lora_targets(model, lora.target_modules, path),
+            use_gradient_checkpointing="unsloth" if plan.gradient_checkpointing else False,
             random_state=random_state,
         )
     return model, tokenizer
 
 
+# Fused projections some families use instead of the seven (Phi-3 / Phi-4: one qkv_proj, one gate_up_proj).
+FUSED_PROJECTIONS = {"qkv_proj": ("q_proj", "k_proj", "v_proj"), "gate_up_proj": ("gate_proj", "up_proj")}
+
+
 def lora_targets(model: Any, wanted: tuple[str, ...], where: str = "the model") -> list[str]:
-    """The names of ``wanted`` that ``model`` has as module names (Qwen2 and Llama both name their seven
-    projections q/k/v/o_proj, gate/up/down_proj); a clear error naming its linear layers when none match."""
+    """The module names LoRA attaches to for ``wanted``, read from ``model``'s own module names: each wanted
+    name the model has, and a fused projection (Phi-3's ``qkv_proj``, ``gate_up_proj``) standing for wanted
+    names it has not; a clear error naming its linear layers when nothing matches."""
     import torch
 
     present = {name.rsplit(".", 1)[-1] for name, _ in model.named_modules()}
     targets = [m for m in wanted if m in present]
+    for fused, parts in FUSED_PROJECTIONS.items():
+        if fused in present and fused not in targets and any(p in wanted and p not in present for p in parts):
+            targets.append(fused)
     if not targets:
         linear = sorted({name.rsplit(".", 1)[-1] for name, module in model.named_modules() if isinstance(module, torch.nn.Linear)})
         raise ValueError(f"none of the LoRA target modules {list(wanted)} exist in {where}; its linear layers are named {linear}")
     return targets
 
 
-def _load_transformers(path, load_in_4bit, lora, random_state):
+def _load_transformers(path: str, plan: RunPlan, lora: LoraSettings | None, random_state: int):
     import torch
     from transformers import AutoModelForCausalLM
 
-    kwargs: dict[str, Any] = {}
-    if cuda_available():
-        dtype = compute_dtype()
-        kwargs.update(dtype=dtype, device_map={"": torch.cuda.current_device()})
-        if load_in_4bit:
+    kwargs: dict[str, Any] = {"dtype": plan.torch_dtype}
+    if plan.cuda:
+        kwargs["device_map"] = {"": torch.cuda.current_device()}
+        if plan.load_in_4bit:
             from transformers import BitsAndBytesConfig
 
             kwargs["quantization_config"] = BitsAndBytesConfig(
-                load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=dtype
+                load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=plan.torch_dtype
             )
-    else:
-        kwargs["dtype"] = torch.float32
     try:
         model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
     except OSError as err:  # a hub id that does not exist or cannot be reached: one clear line in the CLI
@@ -201,7 +182,7 @@ def _load_transformers(path, load_in_4bit, lora, random_state):
         return model, tokenizer
     from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
 
-    if load_in_4bit:
+    if plan.load_in_4bit:
         model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=True)
     targets = lora_targets(model, lora.target_modules, path)
     torch.manual_seed(random_state)

@@ -4,8 +4,8 @@
     gapo-lite train --recipe smollm2_lists --set model=$path --set max_steps=100
 
 The .gguf is converted once to a plain safetensors folder beside it (gapo_lite/gguf.py). Sizes fit 2 CPU
-cores: 2 prompts x 8 completions per step, 8 new tokens, LoRA r=16 on the seven projections, about 10 s
-per step. The model starts far from valid (about a third of its list answers name one item), so watch the
+cores: 2 prompts x 8 completions per step, 8 new tokens, LoRA r=16 on the seven projections. The model
+starts far from valid (about a third of its list answers name one item), so watch the
 valid rate and the mode-pressure diagnostic before reading anything into the diversity figures.
 """
 from gapo_lite.gguf import smollm2_path

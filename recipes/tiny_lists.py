@@ -7,15 +7,12 @@ answers. `make demo` is the meaningful CPU experiment (a collapsed model made di
 """
 from pathlib import Path
 
-from gapo_lite.lab.tiny import build_tiny_model
 from gapo_lite.training import TrainConfig, train
 
-MODEL_DIR = Path("runs/tiny_model")
-if not (MODEL_DIR / "config.json").exists():
-    build_tiny_model(MODEL_DIR, hidden_size=64, num_layers=2)
+MODEL_DIR = "runs/tiny_model"
 
 config = TrainConfig(
-    model=str(MODEL_DIR),
+    model=MODEL_DIR,
     backend="transformers",
     load_in_4bit=False,
     num_generations=8,
@@ -30,5 +27,16 @@ config = TrainConfig(
     output_dir="runs/tiny_lists",
 )
 
+
+
+def prepare(config: TrainConfig) -> None:
+    """Build the random tiny model the first time it is trained (not when the recipe is read, nor on --dry-run)."""
+    from gapo_lite.lab.tiny import build_tiny_model
+
+    if config.model == MODEL_DIR and not (Path(MODEL_DIR) / "config.json").exists():
+        build_tiny_model(MODEL_DIR, hidden_size=64, num_layers=2)
+
+
 if __name__ == "__main__":
+    prepare(config)
     train(config)

@@ -183,7 +183,7 @@ COLAB_CELLS: list[Cell] = [
         from gapo_lite.memory import MemoryPlanError
         from gapo_lite.models import load_tokenizer
         from gapo_lite.training import TrainConfig
-        from gapo_lite.training.hardware import resolve_hardware
+        from gapo_lite.runplan import resolve_hardware
         from gapo_lite.training.planning import measure_prompt_tokens, plan_for_config
 
         if MEMORY_BUDGET_GB is not None:

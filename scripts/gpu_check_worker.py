@@ -97,8 +97,8 @@ def run_pair(args: argparse.Namespace, label: str) -> dict[str, Any]:
     import torch
 
     from gapo_lite.data import build_list_dataset
+    from gapo_lite.runplan import resolve_hardware
     from gapo_lite.training import TrainConfig, build_trainer
-    from gapo_lite.training.hardware import resolve_hardware
     from gapo_lite.training.planning import measure_prompt_tokens, plan_for_config
 
     cuda = torch.cuda.is_available()

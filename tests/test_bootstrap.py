@@ -23,7 +23,7 @@ SCRIPT = textwrap.dedent(
     logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stdout)
     import gapo_lite
     from gapo_lite.training import TrainConfig
-    from gapo_lite.training.hardware import resolve_hardware
+    from gapo_lite.runplan import resolve_hardware
     after_import = "unsloth" in sys.modules
     hw = resolve_hardware(TrainConfig(backend=sys.argv[1]))
     if sys.argv[2] == "early":

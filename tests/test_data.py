@@ -65,3 +65,15 @@ def test_vocabulary_covers_items_and_prompt_words():
 def test_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         build_list_dataset(**kwargs)
+
+
+def test_eval_suites_share_the_training_wording_and_categories():
+    """The evaluation suites take their wording from data/ (not a copy), and the categories a recipe keeps out
+    of training are exactly those the open-ended suite validates against."""
+    from gapo_lite.data.lists import TEMPLATES
+    from gapo_lite.data.open_ended import ANSWER_ONLY, EVAL_SUITE_OVERLAP
+    from gapo_lite.eval.lists import DEFAULT_TEMPLATE
+    from gapo_lite.eval.open_ended import SUFFIX, WORD_LISTS
+
+    assert DEFAULT_TEMPLATE == TEMPLATES[0] and SUFFIX == ANSWER_ONLY
+    assert set(EVAL_SUITE_OVERLAP) == set(WORD_LISTS.values())

@@ -15,8 +15,8 @@ import textwrap
 import pytest
 import torch
 
+from gapo_lite.runplan import HardwarePlan, resolve_hardware
 from gapo_lite.training import TrainConfig
-from gapo_lite.training.hardware import HardwarePlan, resolve_hardware
 from gapo_lite.training.trl_config import OBJECTIVE_FIELDS, grpo_kwargs, objective_kwargs
 
 
@@ -70,13 +70,48 @@ def test_auto_backend_on_a_gpu_with_unsloth_is_unsloth(fake_gpu):
     assert no_unsloth.backend == "transformers" and "not installed" in no_unsloth.backend_reason and no_unsloth.precision == "fp16"
 
 
-def test_models_compute_dtype_on_a_t4_is_fp16(fake_gpu):
-    from gapo_lite.models import compute_dtype
-
+def test_load_dtype_on_a_t4_is_fp16(fake_gpu):
+    """load_model loads in the run plan's dtype; a T4 emulates bf16, so the plan says fp16 there."""
     fake_gpu(7, 5)
-    assert compute_dtype() == torch.float16
+    assert resolve_hardware(cfg(backend="transformers")).torch_dtype == torch.float16
     fake_gpu(8, 0)
-    assert compute_dtype() == torch.bfloat16
+    assert resolve_hardware(cfg(backend="transformers")).torch_dtype == torch.bfloat16
+
+
+def test_cpu_precision_follows_the_config_and_the_cpu(monkeypatch):
+    """On a CPU: fp32 unless the CPU has native bf16 (then bf16 autocast over fp32 weights); the config can force fp32."""
+    import gapo_lite._bootstrap as bootstrap
+
+    monkeypatch.delenv("GAPO_LITE_CPU_PRECISION", raising=False)
+    monkeypatch.setattr(bootstrap, "cpu_bf16_native", lambda: False)
+    hw = resolve_hardware(cfg())
+    assert hw.precision == "fp32" and grpo_kwargs(cfg(), hw, 8)["bf16"] is False and "precision fp32" in hw.describe()
+    with pytest.raises(ValueError, match="native bf16"):
+        resolve_hardware(cfg(precision="bf16"))
+    monkeypatch.setattr(bootstrap, "cpu_bf16_native", lambda: True)
+    hw = resolve_hardware(cfg())
+    kwargs = grpo_kwargs(cfg(), hw, 8)
+    assert hw.precision == "bf16" and kwargs["bf16"] is True and kwargs["use_cpu"] is True  # transformers autocasts on CPU
+    assert hw.torch_dtype == torch.float32 and "bf16 autocast" in hw.describe()
+    assert resolve_hardware(cfg(precision="fp32")).precision == "fp32"
+    with pytest.raises(ValueError, match="precision"):
+        cfg(precision="fp16")
+
+
+def test_batch_divisibility_is_one_rule():
+    """The config, the run plan, TRL's kwargs and the planner refuse the same splits."""
+    from gapo_lite.memory import PlanSettings
+
+    config = cfg()  # 2 prompts x G=4
+    hw = dataclasses.replace(resolve_hardware(config), world_size=2)
+    assert hw.per_process_batch(config) == 4 and hw.passes(config, 2) == 2
+    for call in (lambda: hw.passes(config, 3), lambda: grpo_kwargs(config, hw, 3), lambda: cfg(chunk_size=3)):
+        with pytest.raises(ValueError, match="must divide"):
+            call()
+    three = dataclasses.replace(hw, world_size=3)
+    for call in (lambda: three.per_process_batch(config), lambda: PlanSettings(prompts_per_step=2, num_generations=4, world_size=3)):
+        with pytest.raises(ValueError, match="does not split over 3 processes"):
+            call()
 
 
 def test_cpu_plan():
@@ -152,7 +187,7 @@ UNSLOTH_CONFIG_SCRIPT = textwrap.dedent(
     unsloth_cls = patched.UnslothGRPOConfig
     trl_cls = unsloth_cls.__mro__[1]  # TRL's own GRPOConfig
     from gapo_lite.training import TrainConfig
-    from gapo_lite.training.hardware import resolve_hardware
+    from gapo_lite.runplan import resolve_hardware
     from gapo_lite.training.trl_config import OBJECTIVE_FIELDS, grpo_kwargs
     out = {}
     for loss in ("dapo", "grpo", "cispo", "bnpo"):

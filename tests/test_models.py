@@ -8,17 +8,18 @@ import textwrap
 import pytest
 import torch
 
-from gapo_lite.models import LoraSettings, load_model, load_tokenizer, resolve_backend
+from gapo_lite.models import LoraSettings, load_model, load_tokenizer
+from gapo_lite.runplan import resolve_run_plan
 
 
 def test_auto_backend_on_cpu_is_transformers_and_says_why():
-    backend, reason = resolve_backend("auto")
-    assert backend == "transformers" and "no CUDA GPU" in reason
+    plan = resolve_run_plan(backend="auto")
+    assert plan.backend == "transformers" and "no CUDA GPU" in plan.backend_reason and not plan.load_in_4bit
 
 
 def test_unknown_backend():
     with pytest.raises(ValueError, match="unknown backend"):
-        resolve_backend("vllm")
+        resolve_run_plan(backend="vllm")
 
 
 def test_tokenizer_loads_with_its_own_class(tiny_model_path):
@@ -112,9 +113,8 @@ def test_vllm_wiring_reaches_unsloth_like_its_notebooks(tiny_model_path, monkeyp
     import dataclasses
     import types
 
-    import gapo_lite.models as models
+    from gapo_lite.runplan import resolve_hardware
     from gapo_lite.training import TrainConfig
-    from gapo_lite.training.hardware import resolve_hardware
     from gapo_lite.training.trainer import load_for_config
 
     calls = {}
@@ -123,7 +123,9 @@ def test_vllm_wiring_reaches_unsloth_like_its_notebooks(tiny_model_path, monkeyp
         @staticmethod
         def from_pretrained(**kwargs):
             calls["load"] = kwargs
-            return object(), None
+            stand_in = torch.nn.Module()
+            stand_in.q_proj, stand_in.v_proj = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
+            return stand_in, None
 
         @staticmethod
         def get_peft_model(model, **kwargs):
@@ -131,14 +133,13 @@ def test_vllm_wiring_reaches_unsloth_like_its_notebooks(tiny_model_path, monkeyp
             return model
 
     monkeypatch.setitem(sys.modules, "unsloth", types.SimpleNamespace(FastLanguageModel=FastLanguageModel))
-    monkeypatch.setattr(models, "cuda_available", lambda: True)
-    monkeypatch.setattr(models, "unsloth_installed", lambda: True)
     config = TrainConfig(model=str(tiny_model_path), backend="unsloth", fast_inference=True, gpu_memory_utilization=0.7)
     hw = dataclasses.replace(resolve_hardware(config, cuda=True, has_unsloth=True), gradient_checkpointing=False)
     load_for_config(config, hw)
     assert calls["load"]["fast_inference"] is True and calls["load"]["gpu_memory_utilization"] == 0.7
     assert calls["load"]["load_in_4bit"] is True and calls["load"]["max_lora_rank"] == 64
-    assert calls["peft"]["use_gradient_checkpointing"] is False  # the hardware plan's choice, not a fixed "unsloth"
+    assert calls["peft"]["use_gradient_checkpointing"] is False  # the run plan's choice, not a fixed "unsloth"
+    assert calls["peft"]["target_modules"] == ["q_proj", "v_proj"]  # read from the model's own module names
     hw_on = dataclasses.replace(hw, gradient_checkpointing=True)
     load_for_config(config, hw_on)
     assert calls["peft"]["use_gradient_checkpointing"] == "unsloth"

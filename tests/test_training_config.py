@@ -125,7 +125,7 @@ def test_prompt_tokens_are_measured_from_the_dataset(tiny_model_path):
 def test_cuda_chunking_plans_with_the_measured_prompts_and_the_real_backend():
     import dataclasses
 
-    from gapo_lite.training.hardware import resolve_hardware
+    from gapo_lite.runplan import resolve_hardware
     from gapo_lite.training.trainer import resolve_chunk_size
 
     config = TrainConfig(model="qwen2.5-7b", memory_budget_gb=24, max_completion_length=32)
@@ -138,3 +138,16 @@ def test_cuda_chunking_plans_with_the_measured_prompts_and_the_real_backend():
     assert 256 % chunking.chunk_size == 0
     cpu = resolve_chunk_size(config, resolve_hardware(config))
     assert (cpu.chunk_size, cpu.table, cpu.extras) == (256, None, {})  # CPU: one pass, no plan
+
+
+def test_planner_defaults_are_train_configs():
+    """One source of defaults: the planner's are TrainConfig's as train() runs it on a CUDA GPU with Unsloth."""
+    from gapo_lite.memory import PlanSettings
+    from gapo_lite.runplan import resolve_hardware
+
+    c, s = TrainConfig(), PlanSettings()
+    hw = resolve_hardware(c, cuda=True, has_unsloth=True, processes=1)
+    assert (s.lora_rank, s.num_generations, s.prompts_per_step, s.completion_tokens, s.gpu_memory_utilization, s.fast_inference) == (
+        c.lora_r, c.num_generations, c.prompts_per_step, c.max_completion_length, c.gpu_memory_utilization, c.fast_inference)
+    assert (s.quantization, s.backend, s.optimizer, s.gradient_checkpointing, s.world_size) == (
+        hw.quantization, hw.backend, hw.planner_optimizer, hw.gradient_checkpointing, hw.world_size)

@@ -5,13 +5,13 @@ without hub access, the benchmark is reported as skipped with the error's own me
 """
 from __future__ import annotations
 
-import contextlib
 import math
-import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from gapo_lite._bootstrap import environment
 
 # Suite key -> lm-eval task (MATH: the 500-problem MATH subset, Minerva prompt and answer checking).
 BENCHMARKS: dict[str, str] = {"gsm8k": "gsm8k", "math": "minerva_math500", "humaneval": "humaneval", "mmlu_pro": "mmlu_pro"}
@@ -85,18 +85,8 @@ def plan(names: Sequence[str], *, limit: int | None = 200, allow_code_exec: bool
     return items
 
 
-@contextlib.contextmanager
-def _code_eval_allowed(allowed: bool) -> Iterator[None]:
-    old = os.environ.get("HF_ALLOW_CODE_EVAL")
-    if allowed:
-        os.environ["HF_ALLOW_CODE_EVAL"] = "1"
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop("HF_ALLOW_CODE_EVAL", None)
-        else:
-            os.environ["HF_ALLOW_CODE_EVAL"] = old
+def _code_eval_allowed(allowed: bool):
+    return environment("HF_ALLOW_CODE_EVAL", "1" if allowed else None)
 
 
 def _numeric_metrics(entry: dict[str, Any]) -> dict[str, float]:

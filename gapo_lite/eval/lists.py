@@ -7,9 +7,10 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from gapo_lite.data.lists import TEMPLATES
 from gapo_lite.eval.settings import SampleSettings, sample
 
-DEFAULT_TEMPLATE = "Pick one item from this list at random: {items}. Answer with the item only."
+DEFAULT_TEMPLATE = TEMPLATES[0]  # the first training wording
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,10 @@ from typing import Any
 
 from gapo_lite.answers.canonical import canonicalize
 from gapo_lite.answers.extract import extract_answer, is_valid_answer
+from gapo_lite.data.open_ended import ANSWER_ONLY
 from gapo_lite.eval.settings import SampleSettings, sample
 
-SUFFIX = " Answer with the name only."
+SUFFIX = ANSWER_ONLY  # the training prompts' wording, so the suite asks as the kit trains
 PROMPTS: dict[str, str] = {
     "city": "Name a city.",
     "country": "Name a country.",

@@ -82,11 +82,13 @@ Unsloth GRPOConfig fields (backend ``"unsloth"``), as read in unsloth_zoo 2026.1
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from gapo_lite import batching
 from gapo_lite.memory.specs import ModelSpec
 
 GIB = 1024**3
@@ -121,16 +123,22 @@ class MemoryPlanError(ValueError):
         self.plan = plan
 
 
+DEFAULT_PROMPT_TOKENS = 256  # only when no tokenizer and dataset are at hand to measure
+
+
 @dataclass(frozen=True)
 class PlanSettings:
-    """Everything a plan depends on besides the model and the chunk size (validated on creation)."""
+    """Everything a plan depends on besides the model and the chunk size (validated on creation).
+
+    The defaults are ``TrainConfig``'s as ``train()`` runs it on a CUDA GPU with Unsloth (a test keeps them equal);
+    ``train()`` and ``gapo-lite plan`` always pass every field from the config and its run plan."""
 
     quantization: str = "4bit"
     lora_rank: int = 64
     num_generations: int = 32
     prompts_per_step: int = 8
-    prompt_tokens: int = 256
-    completion_tokens: int = 256
+    prompt_tokens: int = DEFAULT_PROMPT_TOKENS
+    completion_tokens: int = 32
     world_size: int = 1
     backend: str = "unsloth"
     gradient_checkpointing: bool = True
@@ -158,11 +166,7 @@ class PlanSettings:
             raise ValueError(f"gpu_memory_utilization must be in (0, 1), got {self.gpu_memory_utilization!r}")
         if self.gpu_total_bytes is not None and self.gpu_total_bytes < 1:
             raise ValueError(f"gpu_total_bytes must be positive, got {self.gpu_total_bytes!r}")
-        if self.prompts_per_step % self.world_size:
-            raise ValueError(
-                f"prompts_per_step ({self.prompts_per_step}) must be a multiple of world_size ({self.world_size}) "
-                "so that every process generates whole groups"
-            )
+        batching.per_process_batch(self.prompts_per_step, self.num_generations, self.world_size)
 
     @property
     def generation_batch_size(self) -> int:
@@ -170,7 +174,7 @@ class PlanSettings:
 
     @property
     def per_process_batch(self) -> int:
-        return self.generation_batch_size // self.world_size
+        return batching.per_process_batch(self.prompts_per_step, self.num_generations, self.world_size)
 
     @property
     def activation_bytes(self) -> int:
@@ -333,6 +337,7 @@ class MemoryPlan:
     unsloth_grpo_mini_batch: int | None = None
     unsloth_logit_chunk_multiplier: int | None = None
     settings: dict[str, Any] = field(default_factory=dict)
+    suggestions: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def gradient_accumulation_steps(self) -> int:
@@ -402,7 +407,21 @@ class MemoryPlan:
                 f"  unsloth_grpo_mini_batch: {self.unsloth_grpo_mini_batch} (set: each forward keeps the micro-batch's {self.chunk_size} rows)",
                 f"  unsloth_logit_chunk_multiplier: {self.unsloth_logit_chunk_multiplier} (Unsloth's default; not passed)",
             ]
+        if self.suggestions:
+            lines += ["", "  what would fit (each change alone):"]
+            lines += [f"    {format_suggestion(x)}" for x in self.suggestions]
         return "\n".join(lines)
+
+
+def format_suggestion(s: dict[str, Any]) -> str:
+    """One line of the table's "what would fit" section."""
+    peak = f"estimated peak {s['estimated_peak_bytes'] / GIB:.2f} GiB"
+    detail = f"{peak}, chunk_size {s['chunk_size']}" if s["fits"] else f"{peak}; does not fit either"
+    if s["change"] == "memory_budget_gb":
+        return f"a budget of at least {s['value']:.2f} GiB ({detail})"
+    if s["change"] == "fast_inference":
+        return f"fast_inference=True, vLLM generation ({detail})"
+    return f"{s['change']}={s['value']} ({detail})"
 
 
 def free_cuda_bytes() -> int:
@@ -417,8 +436,7 @@ def free_cuda_bytes() -> int:
 
 def candidate_chunk_sizes(settings: PlanSettings) -> list[int]:
     """Divisors of the per-process generation batch, largest first."""
-    n = settings.per_process_batch
-    return sorted((d for d in range(1, n + 1) if n % d == 0), reverse=True)
+    return batching.chunk_sizes(settings.per_process_batch)
 
 
 def _make_plan(spec: ModelSpec, s: PlanSettings, chunk: int, budget: int) -> MemoryPlan:
@@ -446,53 +464,25 @@ def _make_plan(spec: ModelSpec, s: PlanSettings, chunk: int, budget: int) -> Mem
     )
 
 
-def plan_memory(
-    spec: ModelSpec,
-    *,
-    quantization: str = "4bit",
-    lora_rank: int = 64,
-    num_generations: int = 32,
-    prompts_per_step: int = 8,
-    prompt_tokens: int = 256,
-    completion_tokens: int = 256,
-    budget_bytes: int | None = None,
-    world_size: int = 1,
-    backend: str = "unsloth",
-    gradient_checkpointing: bool = True,
-    optimizer: str = "adamw_8bit",
-    fast_inference: bool = False,
-    gpu_memory_utilization: float = 0.5,
-    gpu_total_bytes: int | None = None,
-) -> MemoryPlan:
+def plan_memory(spec: ModelSpec, settings: PlanSettings | None = None, *, budget_bytes: int | None = None, **fields: Any) -> MemoryPlan:
     """The largest chunk size (completions per micro-batch) that divides the per-process generation batch and fits.
 
-    ``budget_bytes=None`` uses the free memory of the current CUDA device (an error on a machine without
-    one). Raises :class:`MemoryPlanError` (a ``ValueError``, message includes the table) when even chunk
+    ``settings`` (or :class:`PlanSettings` built from ``fields``) says what runs. ``budget_bytes=None`` uses the
+    free memory of the current CUDA device (an error on a machine without one). Raises
+    :class:`MemoryPlanError` (a ``ValueError``, message includes the table and what would fit) when even chunk
     size 1 does not fit.
     """
-    settings = PlanSettings(
-        quantization=quantization,
-        lora_rank=lora_rank,
-        num_generations=num_generations,
-        prompts_per_step=prompts_per_step,
-        prompt_tokens=prompt_tokens,
-        completion_tokens=completion_tokens,
-        world_size=world_size,
-        backend=backend,
-        gradient_checkpointing=gradient_checkpointing,
-        optimizer=optimizer,
-        fast_inference=fast_inference,
-        gpu_memory_utilization=gpu_memory_utilization,
-        gpu_total_bytes=gpu_total_bytes,
-    )
+    if settings is None:
+        settings = PlanSettings(**fields)
+    elif fields:
+        settings = dataclasses.replace(settings, **fields)
     budget = free_cuda_bytes() if budget_bytes is None else int(budget_bytes)
     if budget <= 0:
         raise ValueError(f"budget_bytes must be positive, got {budget_bytes!r}")
-    for chunk in candidate_chunk_sizes(settings):
-        plan = _make_plan(spec, settings, chunk, budget)
-        if plan.fits:
-            return plan
-    smallest = _make_plan(spec, settings, 1, budget)
+    plan = fitting_plan(spec, settings, budget)
+    if plan is not None:
+        return plan
+    smallest = dataclasses.replace(_make_plan(spec, settings, 1, budget), suggestions=what_would_fit(spec, settings, budget))
     phases = phase_bytes(smallest.terms)
     short = smallest.estimated_peak_bytes - budget
     hint = (
@@ -507,6 +497,60 @@ def plan_memory(
         + smallest.format_table(),
         smallest,
     )
+
+
+def fitting_plan(spec: ModelSpec, settings: PlanSettings, budget: int) -> MemoryPlan | None:
+    """The plan at the largest chunk size that fits in ``budget``, or None."""
+    for chunk in candidate_chunk_sizes(settings):
+        plan = _make_plan(spec, settings, chunk, budget)
+        if plan.fits:
+            return plan
+    return None
+
+
+def _suggestion(change: str, value: Any, plan: MemoryPlan) -> dict[str, Any]:
+    return {"change": change, "value": value, "fits": plan.fits, "chunk_size": plan.chunk_size, "estimated_peak_bytes": plan.estimated_peak_bytes}
+
+
+def what_would_fit(spec: ModelSpec, settings: PlanSettings, budget: int) -> list[dict[str, Any]]:
+    """The ways out of a plan that does not fit, each a single change with its estimated peak: the largest
+    ``prompts_per_step`` that fits at the same G, the longest completions that fit, vLLM generation
+    (``fast_inference``, on the Unsloth backend) and the smallest budget that fits as asked."""
+    out: list[dict[str, Any]] = []
+    for prompts in range(settings.prompts_per_step - 1, 0, -1):
+        if prompts % settings.world_size == 0:
+            plan = fitting_plan(spec, dataclasses.replace(settings, prompts_per_step=prompts), budget)
+            if plan is not None:
+                out.append(_suggestion("prompts_per_step", prompts, plan))
+                break
+    shorter = _longest_fitting_completion(spec, settings, budget)
+    if shorter is None and settings.completion_tokens > 1:  # not even one token: say how far off the shortest is
+        shorter = _make_plan(spec, dataclasses.replace(settings, completion_tokens=1), 1, budget)
+    if shorter is not None:
+        out.append(_suggestion("max_completion_length", shorter.settings["completion_tokens"], shorter))
+    if settings.backend == "unsloth" and not settings.fast_inference:
+        try:
+            vllm = dataclasses.replace(settings, fast_inference=True)
+            out.append(_suggestion("fast_inference", True, fitting_plan(spec, vllm, budget) or _make_plan(spec, vllm, 1, budget)))
+        except ValueError:  # vLLM's share would not even hold the weights
+            pass
+    if not settings.fast_inference or settings.gpu_total_bytes is not None:
+        needed = minimum_budget_bytes(spec, settings)
+        out.append(_suggestion("memory_budget_gb", math.ceil(needed / GIB * 100) / 100, _make_plan(spec, settings, 1, needed)))
+    return out
+
+
+def _longest_fitting_completion(spec: ModelSpec, settings: PlanSettings, budget: int) -> MemoryPlan | None:
+    """The plan at the longest ``completion_tokens`` below the asked one that fits (every term grows with it)."""
+    low, high, best = 1, settings.completion_tokens - 1, None
+    while low <= high:
+        mid = (low + high) // 2
+        plan = fitting_plan(spec, dataclasses.replace(settings, completion_tokens=mid), budget)
+        if plan is None:
+            high = mid - 1
+        else:
+            best, low = plan, mid + 1
+    return best
 
 
 def minimum_budget_bytes(spec: ModelSpec, settings: PlanSettings) -> int:

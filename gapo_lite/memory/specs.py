@@ -1,6 +1,19 @@
-"""``ModelSpec``: the shapes of a decoder-only causal LM that the memory planner needs."""
+"""``ModelSpec``: the shapes of a decoder-only causal LM that the memory planner needs, and where they come from.
+
+:meth:`ModelSpec.resolve` looks in this order: a local folder (or ``config.json``, or ``.gguf`` file); the hub's
+``config.json`` when the hub answers within a few seconds (skipped when ``HF_HUB_OFFLINE`` is set); the built-in
+table below. A hub id found in none of them is a one-line error naming the nearest entries, raised before
+anything is downloaded or loaded. ``train()`` does not resolve by name at all: it plans from the loaded
+model's own config (:meth:`ModelSpec.from_config`).
+
+The table holds the published ``config.json`` shapes (base and instruct variants share them). ``head_dim`` is
+given where it differs from ``hidden / heads`` (Qwen3, Gemma, Mistral Nemo); Gemma has four norms per layer,
+Qwen3 and Gemma 3 normalise queries and keys (``q_norm`` / ``k_norm``); Qwen2 has q/k/v biases. Gemma 3 4B and
+up are multimodal: the table holds their language model (``text_config``), which is what LoRA trains.
+"""
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Mapping
@@ -8,23 +21,91 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-# Shapes from the public Qwen2.5 config.json files (base and -Instruct share them). The three small
-# models tie the output head to the input embeddings and use a 151936-token vocabulary; 7B and up have
-# a separate lm_head and a 152064-token (padded) vocabulary.
-_QWEN25: dict[str, dict[str, Any]] = {
-    "0.5b": dict(num_layers=24, hidden_size=896, num_heads=14, num_kv_heads=2, intermediate_size=4864, vocab_size=151936, tie_word_embeddings=True),
-    "1.5b": dict(num_layers=28, hidden_size=1536, num_heads=12, num_kv_heads=2, intermediate_size=8960, vocab_size=151936, tie_word_embeddings=True),
-    "3b": dict(num_layers=36, hidden_size=2048, num_heads=16, num_kv_heads=2, intermediate_size=11008, vocab_size=151936, tie_word_embeddings=True),
-    "7b": dict(num_layers=28, hidden_size=3584, num_heads=28, num_kv_heads=4, intermediate_size=18944, vocab_size=152064, tie_word_embeddings=False),
-    "14b": dict(num_layers=48, hidden_size=5120, num_heads=40, num_kv_heads=8, intermediate_size=13824, vocab_size=152064, tie_word_embeddings=False),
-    "32b": dict(num_layers=64, hidden_size=5120, num_heads=40, num_kv_heads=8, intermediate_size=27648, vocab_size=152064, tie_word_embeddings=False),
+from gapo_lite.errors import UserError, looks_like_local_path
+
+HUB_TIMEOUT_SECONDS = 3.0
+
+# name: (model_type, layers, hidden, heads, kv heads, head_dim or None, intermediate, vocab, tied)
+_TABLE: dict[str, tuple[str, int, int, int, int, int | None, int, int, bool]] = {
+    "Qwen2.5-0.5B": ("qwen2", 24, 896, 14, 2, None, 4864, 151936, True),
+    "Qwen2.5-1.5B": ("qwen2", 28, 1536, 12, 2, None, 8960, 151936, True),
+    "Qwen2.5-3B": ("qwen2", 36, 2048, 16, 2, None, 11008, 151936, True),
+    "Qwen2.5-7B": ("qwen2", 28, 3584, 28, 4, None, 18944, 152064, False),
+    "Qwen2.5-14B": ("qwen2", 48, 5120, 40, 8, None, 13824, 152064, False),
+    "Qwen2.5-32B": ("qwen2", 64, 5120, 40, 8, None, 27648, 152064, False),
+    "Qwen2.5-72B": ("qwen2", 80, 8192, 64, 8, None, 29568, 152064, False),
+    "Qwen3-0.6B": ("qwen3", 28, 1024, 16, 8, 128, 3072, 151936, True),
+    "Qwen3-1.7B": ("qwen3", 28, 2048, 16, 8, 128, 6144, 151936, True),
+    "Qwen3-4B": ("qwen3", 36, 2560, 32, 8, 128, 9728, 151936, True),
+    "Qwen3-8B": ("qwen3", 36, 4096, 32, 8, 128, 12288, 151936, False),
+    "Qwen3-14B": ("qwen3", 40, 5120, 40, 8, 128, 17408, 151936, False),
+    "Qwen3-32B": ("qwen3", 64, 5120, 64, 8, 128, 25600, 151936, False),
+    "Llama-3.2-1B": ("llama", 16, 2048, 32, 8, 64, 8192, 128256, True),
+    "Llama-3.2-3B": ("llama", 28, 3072, 24, 8, 128, 8192, 128256, True),
+    "Llama-3.1-8B": ("llama", 32, 4096, 32, 8, None, 14336, 128256, False),
+    "Llama-3.1-70B": ("llama", 80, 8192, 64, 8, None, 28672, 128256, False),
+    "Llama-3.3-70B": ("llama", 80, 8192, 64, 8, None, 28672, 128256, False),
+    "gemma-2-2b": ("gemma2", 26, 2304, 8, 4, 256, 9216, 256000, True),
+    "gemma-2-9b": ("gemma2", 42, 3584, 16, 8, 256, 14336, 256000, True),
+    "gemma-2-27b": ("gemma2", 46, 4608, 32, 16, 128, 36864, 256000, True),
+    "gemma-3-1b": ("gemma3_text", 26, 1152, 4, 1, 256, 6912, 262144, True),
+    "gemma-3-4b": ("gemma3_text", 34, 2560, 8, 4, 256, 10240, 262208, True),
+    "gemma-3-12b": ("gemma3_text", 48, 3840, 16, 8, 256, 15360, 262208, True),
+    "gemma-3-27b": ("gemma3_text", 62, 5376, 32, 16, 128, 21504, 262208, True),
+    "Mistral-7B-v0.3": ("mistral", 32, 4096, 32, 8, None, 14336, 32768, False),
+    "Mistral-Nemo-12B": ("mistral", 40, 5120, 32, 8, 128, 14336, 131072, False),
+    "Phi-3.5-mini": ("phi3", 32, 3072, 32, 32, None, 8192, 32064, False),
+    "phi-4": ("phi3", 40, 5120, 40, 10, None, 17920, 100352, False),
+    "SmolLM2-135M": ("llama", 30, 576, 9, 3, None, 1536, 49152, True),
+    "SmolLM2-360M": ("llama", 32, 960, 15, 5, None, 2560, 49152, True),
+    "SmolLM2-1.7B": ("llama", 24, 2048, 32, 32, None, 8192, 49152, True),
 }
-_NAME_RE = re.compile(r"qwen2\.5-(\d+(?:\.\d+)?b)(?![a-z0-9.])")
+# Names that differ from an entry by more than an organisation, a variant word or a quantisation suffix.
+_ALIASES = {
+    "mistral-nemo": "Mistral-Nemo-12B",
+    "mistral-nemo-2407": "Mistral-Nemo-12B",
+    "phi-3.5-mini-128k": "Phi-3.5-mini",
+}
+# Words of a hub id that name a variant of the same shapes: instruct / chat / base tunings, checkpoints
+# re-published by Unsloth, quantised copies.
+_VARIANT_WORDS = {"instruct", "it", "chat", "base", "pt", "hf", "unsloth", "bnb", "4bit", "8bit", "awq", "gptq", "int4", "int8",
+                  "fp8", "gguf", "dynamic", "meta"}
+
+
+def _key(name: str) -> str:
+    """``name`` with organisation, case and variant words removed: ``unsloth/Meta-Llama-3.1-8B-Instruct-bnb-4bit`` -> ``llama-3.1-8b``."""
+    last = str(name).strip().rstrip("/").rsplit("/", 1)[-1].lower()
+    words = [w for w in re.split(r"[-_]", last) if w and w not in _VARIANT_WORDS]
+    return "-".join(words)
+
+
+_BY_KEY: dict[str, str] = {**{_key(n): n for n in _TABLE}, **{_key(a): n for a, n in _ALIASES.items()}}
 
 
 def builtin_names() -> list[str]:
-    """The built-in model names, e.g. ``Qwen2.5-7B``."""
-    return [f"Qwen2.5-{size.upper()}" for size in _QWEN25]
+    """The built-in model names, e.g. ``Qwen2.5-7B``, ``Llama-3.1-8B``."""
+    return list(_TABLE)
+
+
+def builtin_name(name: str) -> str | None:
+    """The table entry ``name`` (a hub id or a short name) stands for, or None."""
+    return _BY_KEY.get(_key(name))
+
+
+def nearest_builtin_names(name: str, n: int = 3) -> list[str]:
+    """Up to ``n`` table entries closest to ``name``."""
+    keys = difflib.get_close_matches(_key(name), list(_BY_KEY), n=n, cutoff=0.0)
+    return list(dict.fromkeys(_BY_KEY[k] for k in keys))
+
+
+def family_traits(model_type: str, attention_bias: bool = False) -> dict[str, Any]:
+    """What a family adds to the Llama layout: q/k/v biases (Qwen2), four norms per layer (Gemma 2/3), q/k norms (Qwen3, Gemma 3)."""
+    t = model_type.lower()
+    return dict(
+        qkv_bias=(t.startswith("qwen2") and not t.startswith("qwen2_5_vl")) or bool(attention_bias),
+        norms_per_layer=4 if t.startswith(("gemma2", "gemma3")) else 2,
+        qk_norm=t.startswith(("qwen3", "gemma3")),
+    )
 
 
 def count_parameters(
@@ -38,13 +119,17 @@ def count_parameters(
     tie_word_embeddings: bool,
     head_dim: int | None = None,
     qkv_bias: bool = True,
+    norms_per_layer: int = 2,
+    qk_norm: bool = False,
 ) -> int:
-    """Parameter count of a Qwen2/Llama-style decoder from its shapes (a tied head is counted once)."""
+    """Parameter count of a Llama-layout decoder from its shapes (a tied head is counted once).
+
+    A fused ``qkv_proj`` / ``gate_up_proj`` (Phi-3) holds the same weights as the separate projections."""
     d = head_dim or hidden_size // num_heads
     q, kv = num_heads * d, num_kv_heads * d
     attention = hidden_size * q + 2 * hidden_size * kv + q * hidden_size + ((q + 2 * kv) if qkv_bias else 0)
     mlp = 3 * hidden_size * intermediate_size
-    norms = 2 * hidden_size
+    norms = norms_per_layer * hidden_size + (2 * d if qk_norm else 0)
     embeddings = vocab_size * hidden_size * (1 if tie_word_embeddings else 2)
     return num_layers * (attention + mlp + norms) + hidden_size + embeddings
 
@@ -64,6 +149,9 @@ class ModelSpec:
     tie_word_embeddings: bool
     head_dim: int | None = field(default=None)
     qkv_bias: bool = True
+    norms_per_layer: int = 2
+    qk_norm: bool = False
+    model_type: str = ""
 
     def __post_init__(self) -> None:
         for key in ("num_layers", "hidden_size", "num_heads", "num_kv_heads", "intermediate_size", "vocab_size", "num_params"):
@@ -103,18 +191,32 @@ class ModelSpec:
         return asdict(self)
 
     @classmethod
+    def from_shapes(cls, name: str, model_type: str, **shapes: Any) -> "ModelSpec":
+        """A spec from its shapes and family (``model_type``), the parameter count computed from them."""
+        shapes = {**family_traits(model_type, shapes.pop("attention_bias", False)), **shapes}
+        return cls(name=name, num_params=count_parameters(**shapes), model_type=model_type, **shapes)
+
+    @classmethod
     def builtin(cls, name: str) -> "ModelSpec":
-        """A Qwen2.5 size by name: ``qwen2.5-7b``, ``Qwen/Qwen2.5-7B-Instruct``, ``unsloth/Qwen2.5-32B-Instruct-bnb-4bit``..."""
-        match = _NAME_RE.search(str(name).strip().lower())
-        if not match or match.group(1) not in _QWEN25:
-            raise ValueError(f"unknown model {name!r}; known models: {', '.join(builtin_names())} (or give a local folder with a config.json)")
-        size = match.group(1)
-        shapes = _QWEN25[size]
-        return cls(name=f"Qwen2.5-{size.upper()}", num_params=count_parameters(**shapes), **shapes)
+        """A table entry by name or hub id: ``qwen2.5-7b``, ``meta-llama/Llama-3.1-8B-Instruct``, ``unsloth/gemma-3-4b-it-bnb-4bit``..."""
+        entry = builtin_name(name)
+        if entry is None:
+            raise UserError(
+                f"unknown model {name!r} (the hub is not reachable and it is not in the built-in table); nearest known: "
+                f"{', '.join(nearest_builtin_names(name))}; or pass a local folder holding its config.json"
+            )
+        model_type, layers, hidden, heads, kv_heads, head_dim, intermediate, vocab, tied = _TABLE[entry]
+        return cls.from_shapes(
+            entry, model_type, num_layers=layers, hidden_size=hidden, num_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim,
+            intermediate_size=intermediate, vocab_size=vocab, tie_word_embeddings=tied,
+        )
 
     @classmethod
     def from_config(cls, path_or_dict: str | Path | Mapping[str, Any], name: str | None = None) -> "ModelSpec":
-        """From a transformers ``config.json`` (a model folder, the file itself, or its dict); parameters counted from the shapes."""
+        """From a transformers ``config.json`` (a model folder, the file itself, its dict, or a loaded model's
+        ``PretrainedConfig``); parameters counted from the shapes."""
+        if hasattr(path_or_dict, "to_dict"):
+            path_or_dict = path_or_dict.to_dict()
         if isinstance(path_or_dict, Mapping):
             config, default_name = dict(path_or_dict), str(path_or_dict.get("_name_or_path") or path_or_dict.get("model_type") or "model")
         else:
@@ -133,10 +235,9 @@ class ModelSpec:
         missing = [k for k in required if k not in config]
         if missing:
             raise ValueError(f"config is missing {', '.join(missing)}; is it a decoder-only causal LM config?")
-        model_type = str(config.get("model_type", ""))
-        # Qwen2 always has q/k/v biases (its config.json carries no usable attention_bias); others say so.
-        qkv_bias = model_type.startswith("qwen2") or bool(config.get("attention_bias"))
-        shapes = dict(
+        return cls.from_shapes(
+            name or default_name,
+            str(config.get("model_type", "")),
             num_layers=int(config["num_hidden_layers"]),
             hidden_size=int(config["hidden_size"]),
             num_heads=int(config["num_attention_heads"]),
@@ -145,18 +246,49 @@ class ModelSpec:
             vocab_size=int(config["vocab_size"]),
             tie_word_embeddings=bool(config.get("tie_word_embeddings", False)),
             head_dim=int(config["head_dim"]) if config.get("head_dim") else None,
-            qkv_bias=qkv_bias,
+            attention_bias=bool(config.get("attention_bias")),
         )
-        return cls(name=name or default_name, num_params=count_parameters(**shapes), **shapes)
 
     @classmethod
     def resolve(cls, model: str | Path) -> "ModelSpec":
-        """A local folder (or config.json, or a .gguf file: its converted folder) if one exists at ``model``, else a built-in name."""
-        path = Path(str(model)).expanduser()
+        """A local folder (or config.json, or .gguf file: its converted folder); else the hub's config.json; else the table."""
+        text = str(model)
+        path = Path(text).expanduser()
         if path.is_file() and path.suffix.lower() == ".gguf":
             from gapo_lite.gguf import gguf_checkpoint
 
             path = gguf_checkpoint(path)
         if path.exists():
             return cls.from_config(path)
-        return cls.builtin(str(model))
+        if looks_like_local_path(text):
+            raise FileNotFoundError(f"model path {text!r} does not exist")
+        config = hub_config(text)
+        if config is not None:
+            return cls.from_config(config, name=text)
+        return cls.builtin(text)
+
+
+def hub_config(repo_id: str, timeout: float = HUB_TIMEOUT_SECONDS) -> dict[str, Any] | None:
+    """The hub's ``config.json`` for ``repo_id`` (from the local hub cache when it is there), or None when the
+    hub is offline, slow, gated or has no such repo. Only ``Org/Model`` ids are asked, once, with no retries."""
+    if repo_id.count("/") != 1:
+        return None
+    try:
+        from huggingface_hub import constants, get_token, try_to_load_from_cache
+
+        cached = try_to_load_from_cache(repo_id, "config.json")
+        if isinstance(cached, str):
+            return json.loads(Path(cached).read_text())
+        if constants.HF_HUB_OFFLINE:
+            return None
+        return _fetch_json(f"{constants.ENDPOINT}/{repo_id}/resolve/main/config.json", get_token(), timeout)
+    except Exception:  # noqa: BLE001  (any failure means: plan from the table instead)
+        return None
+
+
+def _fetch_json(url: str, token: str | None, timeout: float) -> dict[str, Any]:
+    import urllib.request
+
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        return json.loads(response.read().decode())

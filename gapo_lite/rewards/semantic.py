@@ -23,11 +23,11 @@ clusters would merge completions that a reader sees as different; 0.85 merges on
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from gapo_lite._bootstrap import environment
 from gapo_lite.rewards.frequency import frequency_rewards_with_L
 from gapo_lite.rewards.group import Group
 
@@ -51,13 +51,14 @@ def resolve_model_path(model_name: str) -> str:
 
 @functools.lru_cache(maxsize=None)
 def load_sentence_model(model_name: str = DEFAULT_MODEL, device: str | None = None):
-    """Load (once per name and device, then cached) a sentence-transformers model; offline by default."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    """Load (once per name and device, then cached) a sentence-transformers model, the kit's one loader of
+    all-MiniLM-L6-v2 (the bundled offline copy) and others; the hub is not asked while it loads."""
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError as exc:
         raise ImportError("semantic scoring needs sentence-transformers: pip install 'gapo-lite[eval]'") from exc
-    return SentenceTransformer(resolve_model_path(model_name), device=device)
+    with environment("HF_HUB_OFFLINE", "1"):
+        return SentenceTransformer(resolve_model_path(model_name), device=device)
 
 
 def cluster_embeddings(embeddings: np.ndarray, threshold: float = DEFAULT_THRESHOLD) -> list[int]:

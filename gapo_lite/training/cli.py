@@ -25,9 +25,15 @@ def run(args: argparse.Namespace) -> int:
 
         print(yaml.safe_dump(config.to_dict(), sort_keys=False))
         return 0
+    recipe.prepare_for(config)
     require_local_model(config.model, "model")
+    from gapo_lite.memory import MemoryPlanError
+    from gapo_lite.memory.cli import report_plan_error
     from gapo_lite.training import train
 
-    result = train(config, **recipe.train_kwargs(config))
+    try:
+        result = train(config, **recipe.train_kwargs(config))
+    except MemoryPlanError as err:  # raised before the first step: the table says what would fit
+        return report_plan_error(err, "gapo-lite train")
     print(f"gapo-lite: done at step {result.global_step}; adapter in {result.adapter_dir}, metrics in {result.metrics_path}")
     return 0

@@ -5,6 +5,9 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
+from gapo_lite import batching
+from gapo_lite.models import LoraSettings
+
 REWARDS = ("gapo", "validity")
 REPORT_TO = ("none", "tensorboard", "trackio", "wandb")
 LOSS_TYPES = ("dapo", "grpo", "dr_grpo", "bnpo", "cispo", "sapo", "luspo", "vespo")
@@ -22,18 +25,20 @@ class TrainConfig:
     truncated completions kept (``mask_truncated_completions=False``: a list answer cut at
     ``max_completion_length`` is scored like any other). ``epsilon_high=None`` resolves to ``epsilon``
     (to 5.0 for ``cispo``, whose cap is the weight itself); the resolved value is always passed.
-    ``gpu_memory_utilization`` is vLLM's share of the GPU when ``fast_inference=True``."""
+    ``gpu_memory_utilization`` is vLLM's share of the GPU when ``fast_inference=True``. ``precision`` "auto"
+    lets the run plan pick (see :mod:`gapo_lite.runplan`); "bf16" / "fp32" force one."""
 
     # model
     model: str = "Qwen/Qwen2.5-7B-Instruct"
     backend: Literal["auto", "unsloth", "transformers"] = "auto"
+    precision: Literal["auto", "bf16", "fp32"] = "auto"
     load_in_4bit: bool = True
     max_seq_length: int = 1024
     use_lora: bool = True
-    lora_r: int = 64
-    lora_alpha: int = 32
-    lora_dropout: float = 0.1
-    lora_target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+    lora_r: int = LoraSettings.r
+    lora_alpha: int = LoraSettings.alpha
+    lora_dropout: float = LoraSettings.dropout
+    lora_target_modules: tuple[str, ...] = LoraSettings.target_modules
     freeze_embeddings: bool = False  # full fine-tuning (use_lora=False) with the token embeddings fixed, as LoRA leaves them
     # reward and objective
     reward: str = "gapo"
@@ -114,13 +119,13 @@ class TrainConfig:
             raise ValueError(f"TrainConfig.learning_rate must be > 0, got {self.learning_rate}")
         if self.temperature <= 0:
             raise ValueError(f"TrainConfig.temperature must be > 0, got {self.temperature}")
+        if self.precision not in ("auto", "bf16", "fp32"):
+            raise ValueError(f"TrainConfig.precision must be 'auto', 'bf16' or 'fp32', got {self.precision!r}")
         if self.chunk_size is not None:
-            total = self.prompts_per_step * self.num_generations
-            if self.chunk_size < 1 or total % self.chunk_size:
-                raise ValueError(
-                    f"TrainConfig.chunk_size={self.chunk_size} must divide prompts_per_step * num_generations = {total}, "
-                    "so every optimizer step sees whole groups"
-                )
+            try:
+                batching.passes_per_step(self.prompts_per_step, self.num_generations, 1, self.chunk_size)
+            except ValueError as err:
+                raise ValueError(f"TrainConfig.{err}") from None
 
     @property
     def generation_batch_size(self) -> int:
@@ -132,6 +137,10 @@ class TrainConfig:
         if self.epsilon_high is not None:
             return self.epsilon_high
         return 5.0 if self.loss_type == "cispo" else self.epsilon
+
+    def lora_settings(self) -> LoraSettings | None:
+        """The LoRA adapter this config asks for (None for full fine-tuning)."""
+        return LoraSettings(self.lora_r, self.lora_alpha, self.lora_dropout, tuple(self.lora_target_modules)) if self.use_lora else None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -1,21 +1,18 @@
-"""The memory plan for a run: the ``TrainConfig``, its ``HardwarePlan`` and the prompts' measured length."""
+"""The memory plan for a run: the ``TrainConfig``, its run plan, the model's own config and the prompts' measured length.
+
+``gapo-lite plan`` and ``train()`` both come here, so the planner sees one set of defaults: the ``TrainConfig``'s.
+"""
 from __future__ import annotations
 
 from typing import Any
 
-from gapo_lite.memory import GIB, MemoryPlan, ModelSpec, plan_memory
-from gapo_lite.memory.planner import free_cuda_bytes
+from gapo_lite.memory import GIB, MemoryPlan, ModelSpec, PlanSettings, plan_memory
+from gapo_lite.memory.planner import DEFAULT_PROMPT_TOKENS, free_cuda_bytes
+from gapo_lite.runplan import RunPlan, resolve_hardware
+from gapo_lite.sampling import render_prompt
 from gapo_lite.training.config import TrainConfig
-from gapo_lite.training.hardware import HardwarePlan, resolve_hardware
 
-DEFAULT_PROMPT_TOKENS = 256  # only when no tokenizer and dataset are at hand to measure
-
-
-def prompt_text(tokenizer: Any, prompt: Any) -> str:
-    """A dataset prompt as the model sees it: chat messages through the chat template, plain text as is."""
-    if isinstance(prompt, str):
-        return prompt
-    return tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False)
+__all__ = ["DEFAULT_PROMPT_TOKENS", "measure_prompt_tokens", "model_spec", "plan_for_config"]
 
 
 def measure_prompt_tokens(tokenizer: Any, dataset: Any, sample: int = 256) -> int:
@@ -27,7 +24,7 @@ def measure_prompt_tokens(tokenizer: Any, dataset: Any, sample: int = 256) -> in
         raise ValueError(f"sample must be >= 1, got {sample}")
     k = min(sample, n)
     indices = sorted({round(i * (n - 1) / max(1, k - 1)) for i in range(k)})
-    lengths = [len(tokenizer(prompt_text(tokenizer, dataset[i]["prompt"]), add_special_tokens=False)["input_ids"]) for i in indices]
+    lengths = [len(tokenizer(render_prompt(tokenizer, dataset[i]["prompt"]), add_special_tokens=False)["input_ids"]) for i in indices]
     return max(lengths)
 
 
@@ -38,37 +35,47 @@ def gpu_total_bytes() -> int | None:
     return int(torch.cuda.mem_get_info()[1]) if torch.cuda.is_available() else None
 
 
+def model_spec(config: TrainConfig, model: Any = None, model_path: str | None = None) -> ModelSpec:
+    """The shapes to plan with: the loaded ``model``'s own config when given (any causal LM), else ``model_path``
+    or ``config.model`` resolved as :meth:`ModelSpec.resolve` does (folder, hub, built-in table)."""
+    if model is not None:
+        return ModelSpec.from_config(model.config, name=str(config.model))
+    return ModelSpec.resolve(model_path or config.model)
+
+
 def plan_for_config(
     config: TrainConfig,
     model_path: str | None = None,
     prompt_tokens: int = DEFAULT_PROMPT_TOKENS,
     already_allocated: int = 0,
     *,
-    hardware: HardwarePlan | None = None,
+    hardware: RunPlan | None = None,
+    model: Any = None,
+    total_bytes: int | None = None,
 ) -> MemoryPlan:
     """Plan chunking for ``config`` on ``hardware`` (default: as this config would run on a CUDA GPU here).
 
-    The planner is asked about what will run: the hardware plan's backend, optimizer, gradient checkpointing,
-    process count and 4-bit choice, and vLLM's share with ``fast_inference``. The budget is
-    ``config.memory_budget_gb`` or, when unset, the GPU's free memory plus ``already_allocated`` (bytes held
-    by a model loaded before planning, which the plan's weights term already counts)."""
+    The planner is asked about what will run: the run plan's backend, optimizer, gradient checkpointing,
+    process count and 4-bit choice, and vLLM's share with ``fast_inference``; the shapes come from ``model``
+    (loaded) when given. The budget is ``config.memory_budget_gb`` or, when unset, the GPU's free memory plus
+    ``already_allocated`` (bytes held by a model loaded before planning, which the plan's weights term already
+    counts). ``total_bytes`` is the GPU's total memory (vLLM's share; default: this GPU's)."""
     hardware = hardware or resolve_hardware(config, cuda=True)
-    spec = ModelSpec.resolve(model_path or config.model)
+    spec = model_spec(config, model, model_path)
     budget = int(config.memory_budget_gb * GIB) if config.memory_budget_gb is not None else free_cuda_bytes() + already_allocated
-    return plan_memory(
-        spec,
+    settings = PlanSettings(
         quantization=hardware.quantization,
         lora_rank=config.lora_r,
         num_generations=config.num_generations,
         prompts_per_step=config.prompts_per_step,
         prompt_tokens=prompt_tokens,
         completion_tokens=config.max_completion_length,
-        budget_bytes=budget,
         world_size=hardware.world_size,
         backend=hardware.backend,
         gradient_checkpointing=hardware.gradient_checkpointing,
         optimizer=hardware.planner_optimizer,
         fast_inference=hardware.fast_inference,
         gpu_memory_utilization=config.gpu_memory_utilization,
-        gpu_total_bytes=gpu_total_bytes() if hardware.cuda else None,
+        gpu_total_bytes=total_bytes or (gpu_total_bytes() if hardware.cuda else None),
     )
+    return plan_memory(spec, settings, budget_bytes=budget)

@@ -1,5 +1,10 @@
 """Recipes: short Python files in ``recipes/`` that define ``config = TrainConfig(...)`` and, for rewards
-beyond list selection, the factories ``scorer(config)`` and ``train_dataset(config)``.
+beyond list selection, the factories ``scorer(config)`` and ``train_dataset(config)``; ``prepare(config)``
+does any heavy set-up (building a model, fetching data) right before training, so that reading a recipe
+(``--dry-run``, a bad ``--set`` key) writes nothing.
+
+A name is looked up in ``./recipes/`` first, then among the installed kit's recipes (the repository's
+``recipes/`` folder, installed as the package ``gapo_lite.recipes``), so recipes are found from any directory.
 
 The factories are called with the FINAL config, after ``--set`` overrides, so ``--set max_steps=...`` or
 ``--set data_seed=...`` reaches the data and the scorer. A recipe may instead bind ``scorer`` or
@@ -8,6 +13,7 @@ is and does not see overrides.
 """
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import runpy
 from dataclasses import dataclass
@@ -17,16 +23,28 @@ from typing import Any
 from gapo_lite.errors import UserError, UserFileNotFoundError
 from gapo_lite.training.config import TrainConfig
 
-REPO_RECIPES = Path(__file__).resolve().parents[2] / "recipes"
+
+def installed_recipes_dir() -> Path | None:
+    """The folder of the installed recipes (package ``gapo_lite.recipes``), or None when it is not installed."""
+    spec = importlib.util.find_spec("gapo_lite.recipes")
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    return Path(locations[0]) if locations else None
+
+
+def known_recipes() -> list[str]:
+    """Names of the installed recipes."""
+    folder = installed_recipes_dir()
+    return sorted(p.stem for p in folder.glob("*.py") if not p.stem.startswith("_")) if folder else []
 
 
 def recipe_path(name: str) -> Path:
-    """``name`` as a file path, or ``recipes/NAME.py`` in the working directory or beside the package."""
-    candidates = [Path(name)] if name.endswith(".py") else [Path.cwd() / "recipes" / f"{name}.py", REPO_RECIPES / f"{name}.py"]
+    """``name`` as a file path, or ``recipes/NAME.py`` in the working directory, or an installed recipe."""
+    installed = installed_recipes_dir()
+    candidates = [Path(name)] if name.endswith(".py") else [Path.cwd() / "recipes" / f"{name}.py"] + ([installed / f"{name}.py"] if installed else [])
     for path in candidates:
         if path.is_file():
             return path
-    known = sorted(p.stem for p in REPO_RECIPES.glob("*.py")) if REPO_RECIPES.is_dir() else []
+    known = known_recipes()
     raise UserFileNotFoundError(
         f"no recipe {name!r} (looked in {', '.join(str(c) for c in candidates)}); known recipes: {', '.join(known) or 'none'}"
     )
@@ -46,6 +64,12 @@ class Recipe:
     config: TrainConfig
     scorer: Any = None
     train_dataset: Any = None
+    prepare: Any = None
+
+    def prepare_for(self, config: TrainConfig) -> None:
+        """Run the recipe's ``prepare(config)`` hook, if it has one (right before training)."""
+        if callable(self.prepare):
+            self.prepare(config)
 
     def build(self, name: str, config: TrainConfig | None = None) -> Any:
         """The recipe's ``scorer`` or ``train_dataset`` for ``config`` (default: the recipe's own); ``None`` if undefined."""
@@ -65,7 +89,7 @@ def load_recipe_file(name: str) -> Recipe:
     config = namespace.get("config")
     if not isinstance(config, TrainConfig):
         raise UserError(f"recipe {path} must define `config = TrainConfig(...)`")
-    return Recipe(path, config, namespace.get("scorer"), namespace.get("train_dataset"))
+    return Recipe(path, config, namespace.get("scorer"), namespace.get("train_dataset"), namespace.get("prepare"))
 
 
 def load_recipe(name: str) -> TrainConfig:

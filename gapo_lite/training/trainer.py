@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from gapo_lite.rewards import FrequencyScorer, GroupReward, ValidityScorer
+from gapo_lite.runplan import RunPlan, resolve_hardware
 from gapo_lite.sampling import ensure_pad_token
 from gapo_lite.training.config import TrainConfig
-from gapo_lite.training.hardware import HardwarePlan, resolve_hardware, world_size  # noqa: F401  (world_size: old import path)
 from gapo_lite.training.trl_config import grpo_args, grpo_kwargs  # noqa: F401  (re-exported)
 
 logger = logging.getLogger("gapo_lite")
@@ -53,26 +53,26 @@ class Chunking:
         return self.plan.format_table() if self.plan is not None else None
 
 
-def resolve_chunk_size(config: TrainConfig, hardware: HardwarePlan, prompt_tokens: int | None = None, already_allocated: int = 0) -> Chunking:
+def resolve_chunk_size(
+    config: TrainConfig, hardware: RunPlan, prompt_tokens: int | None = None, already_allocated: int = 0, model: Any = None
+) -> Chunking:
     """How ``config``'s generation batch is cut into forward/backward passes on ``hardware``.
 
     ``config.chunk_size`` wins; on a CPU one pass per process (memory is not the constraint); on CUDA the
-    memory plan for ``hardware`` with ``prompt_tokens`` measured from the dataset and ``already_allocated``
-    bytes (a model loaded before planning) counted as budget."""
-    if config.generation_batch_size % hardware.world_size:
-        raise ValueError(
-            f"prompts_per_step * num_generations = {config.generation_batch_size} does not split over {hardware.world_size} processes"
-        )
-    per_process = config.generation_batch_size // hardware.world_size
+    memory plan of ``model``'s own config (``config.model`` resolved by name only when no model is given) with
+    ``prompt_tokens`` measured from the dataset and ``already_allocated`` bytes (a model loaded before
+    planning) counted as budget. A plan that does not fit raises :class:`~gapo_lite.memory.MemoryPlanError`
+    whose message is the table with what would fit."""
+    per_process = hardware.per_process_batch(config)
     if config.chunk_size is not None:
-        if per_process % config.chunk_size:
-            raise ValueError(f"chunk_size={config.chunk_size} must divide the per-process generation batch {per_process}")
+        hardware.passes(config, config.chunk_size)
         return Chunking(config.chunk_size)
     if not hardware.cuda:
         return Chunking(per_process)
     from gapo_lite.training.planning import DEFAULT_PROMPT_TOKENS, plan_for_config
 
-    plan = plan_for_config(config, config.model, prompt_tokens or DEFAULT_PROMPT_TOKENS, already_allocated, hardware=hardware)
+    plan = plan_for_config(config, prompt_tokens=prompt_tokens or DEFAULT_PROMPT_TOKENS, already_allocated=already_allocated,
+                           hardware=hardware, model=model)
     print(plan.format_table())
     extras = {k: v for k, v in plan.grpo_kwargs().items() if k.startswith("unsloth_")}
     return Chunking(plan.chunk_size, plan, extras)
@@ -87,16 +87,12 @@ def freeze_token_embeddings(model: Any) -> None:
     model.get_input_embeddings().weight.requires_grad_(False)
 
 
-def load_for_config(config: TrainConfig, hardware: HardwarePlan) -> tuple[Any, Any]:
+def load_for_config(config: TrainConfig, hardware: RunPlan) -> tuple[Any, Any]:
     """The model and tokenizer ``config`` names, loaded as ``hardware`` decided."""
-    from gapo_lite.models import LoraSettings, load_model
+    from gapo_lite.models import load_model
 
-    lora = LoraSettings(config.lora_r, config.lora_alpha, config.lora_dropout, tuple(config.lora_target_modules)) if config.use_lora else None
-    return load_model(
-        config.model, backend=hardware.backend, load_in_4bit=hardware.load_in_4bit, max_seq_length=config.max_seq_length,
-        lora=lora, fast_inference=hardware.fast_inference, gpu_memory_utilization=config.gpu_memory_utilization,
-        gradient_checkpointing=hardware.gradient_checkpointing,
-    )
+    return load_model(config.model, plan=hardware, max_seq_length=config.max_seq_length, lora=config.lora_settings(),
+                      gpu_memory_utilization=config.gpu_memory_utilization)
 
 
 def build_trainer(
@@ -107,7 +103,7 @@ def build_trainer(
     tokenizer: Any = None,
     train_dataset: Any = None,
     callbacks: Sequence[Any] = (),
-    hardware: HardwarePlan | None = None,
+    hardware: RunPlan | None = None,
 ):
     """A ready ``GAPOTrainer`` for ``config`` (model and data built unless given) on ``hardware`` (resolved here unless given)."""
     hardware = hardware or resolve_hardware(config)
@@ -120,7 +116,7 @@ def build_trainer(
 
     out = Path(config.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    grpo_args(config, config.chunk_size or config.generation_batch_size // hardware.world_size, hardware=hardware)  # TRL's rules, before loading
+    grpo_args(config, config.chunk_size or hardware.per_process_batch(config), hardware=hardware)  # TRL's rules, before loading
     if model is None:
         model, tokenizer = load_for_config(config, hardware)
     if config.freeze_embeddings and not config.use_lora:
@@ -139,7 +135,7 @@ def build_trainer(
 
         prompt_tokens = measure_prompt_tokens(tokenizer, train_dataset)
         allocated = torch.cuda.memory_allocated()
-    chunking = resolve_chunk_size(config, hardware, prompt_tokens, allocated)
+    chunking = resolve_chunk_size(config, hardware, prompt_tokens, allocated, model=model)
     chunk_size = chunking.chunk_size
     args = grpo_args(config, chunk_size, chunking.extras, hardware)
     hook = GroupReward(scorer if scorer is not None else make_scorer(config), num_generations=config.num_generations)

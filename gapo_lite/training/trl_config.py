@@ -10,8 +10,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from gapo_lite.runplan import RunPlan, resolve_hardware
 from gapo_lite.training.config import TrainConfig
-from gapo_lite.training.hardware import HardwarePlan, resolve_hardware
 
 # GRPOConfig fields that define what is optimised (the loss, its clipping and masking, the reward scaling).
 OBJECTIVE_FIELDS = (
@@ -54,16 +54,9 @@ def objective_kwargs(config: TrainConfig) -> dict[str, Any]:
     }
 
 
-def grpo_kwargs(config: TrainConfig, hardware: HardwarePlan, chunk_size: int, extras: dict[str, Any] | None = None) -> dict[str, Any]:
+def grpo_kwargs(config: TrainConfig, hardware: RunPlan, chunk_size: int, extras: dict[str, Any] | None = None) -> dict[str, Any]:
     """Keyword arguments of ``GRPOConfig`` at ``chunk_size`` completions per pass (one optimizer step per generation batch)."""
-    if config.generation_batch_size % hardware.world_size:
-        raise ValueError(
-            f"prompts_per_step * num_generations = {config.generation_batch_size} does not split over {hardware.world_size} processes"
-        )
-    per_process = config.generation_batch_size // hardware.world_size
-    if chunk_size < 1 or per_process % chunk_size:
-        raise ValueError(f"chunk_size={chunk_size} must divide the per-process generation batch {per_process}")
-    steps = per_process // chunk_size
+    steps = hardware.passes(config, chunk_size)
     kwargs: dict[str, Any] = dict(
         output_dir=config.output_dir,
         per_device_train_batch_size=chunk_size,
@@ -93,7 +86,7 @@ def grpo_kwargs(config: TrainConfig, hardware: HardwarePlan, chunk_size: int, ex
     return kwargs
 
 
-def grpo_args(config: TrainConfig, chunk_size: int, extras: dict[str, Any] | None = None, hardware: HardwarePlan | None = None) -> Any:
+def grpo_args(config: TrainConfig, chunk_size: int, extras: dict[str, Any] | None = None, hardware: RunPlan | None = None) -> Any:
     """TRL's ``GRPOConfig`` (Unsloth's patched one once Unsloth is imported); fields only Unsloth's config has are
     dropped when the class does not accept them."""
     import trl

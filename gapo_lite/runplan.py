@@ -1,0 +1,195 @@
+"""The run plan: every decision about how a run executes, made once, from the config, the machine and (for
+chunking) the loaded model. Everything downstream consumes this object and does not ask torch, the
+environment or the config again.
+
+Where each decision lives:
+
+* backend (Unsloth or transformers + peft): :func:`gapo_lite._bootstrap.choose_backend`, called only from
+  :func:`resolve_run_plan`. ``GAPO_LITE_BACKEND`` decides nothing about the run: it only tells ``import
+  gapo_lite`` to import Unsloth first, before trl/transformers/peft, for scripts that import those early.
+* precision: :func:`choose_precision` (GPU) and :func:`gapo_lite._bootstrap.cpu_precision` (CPU) ->
+  ``RunPlan.precision``; the load dtype is ``RunPlan.torch_dtype`` and TRL's flags ``RunPlan.precision_flags()``.
+* 4-bit weights (CUDA only), optimizer, gradient checkpointing, ``fast_inference`` (Unsloth on CUDA): the
+  fields of :class:`RunPlan`, set in :func:`resolve_run_plan` and checked in ``RunPlan.__post_init__``.
+* world size: :func:`world_size` (``WORLD_SIZE``), read once into ``RunPlan.world_size``.
+* batch divisibility: :mod:`gapo_lite.batching`, through ``RunPlan.per_process_batch`` / ``RunPlan.passes``
+  (the planner and ``TrainConfig`` call the same functions).
+* chunking: :func:`gapo_lite.training.trainer.resolve_chunk_size`, from this plan and, on CUDA, the memory plan
+  of the loaded model's own config (:func:`gapo_lite.training.planning.plan_for_config`).
+* "is this a local path?": :func:`gapo_lite.errors.looks_like_local_path`.
+
+Precision: ``torch.cuda.is_bf16_supported()`` counts emulation and says True on a T4 (compute capability 7.5),
+where Unsloth loads the model in fp16 and its trainer then refuses ``bf16=True``. So on the Unsloth backend
+neither ``bf16`` nor ``fp16`` is passed (Unsloth picks from the loaded model: bf16 from capability 8.0, else
+fp16); elsewhere bf16 is used only where the GPU has it natively (``is_bf16_supported(including_emulation=False)``),
+else fp16. On a CPU: bf16 autocast (weights stay fp32) only where the CPU computes bf16 natively, else fp32;
+``TrainConfig.precision`` can force either.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from gapo_lite import batching
+from gapo_lite._bootstrap import choose_backend, cpu_precision, cuda_available, import_backend, unsloth_installed
+
+PRECISIONS = ("unsloth", "bf16", "fp16", "fp32")
+REQUESTED_PRECISIONS = ("auto", "bf16", "fp32")
+EIGHT_BIT_OPTIMIZERS = ("adamw_8bit", "adamw_bnb_8bit", "paged_adamw_8bit", "adamw_torch_8bit")
+
+
+def native_bf16() -> bool:
+    """True when the current CUDA GPU computes in bf16 natively (compute capability >= 8), emulation not counted."""
+    import torch
+
+    return bool(torch.cuda.is_bf16_supported(including_emulation=False))
+
+
+def world_size() -> int:
+    """Number of training processes (``WORLD_SIZE`` as set by torchrun / accelerate; 1 otherwise)."""
+    value = os.environ.get("WORLD_SIZE", "1")
+    try:
+        size = int(value)
+    except ValueError:
+        raise ValueError(f"WORLD_SIZE must be a positive integer, got {value!r}") from None
+    if size < 1:
+        raise ValueError(f"WORLD_SIZE must be a positive integer, got {value!r}")
+    return size
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """The run's decisions. Build it with :func:`resolve_hardware` (from a ``TrainConfig``) or :func:`resolve_run_plan`."""
+
+    cuda: bool
+    world_size: int
+    backend: str
+    backend_reason: str
+    precision: str
+    optim: str
+    gradient_checkpointing: bool
+    load_in_4bit: bool
+    fast_inference: bool = False
+
+    def __post_init__(self) -> None:
+        if self.backend not in ("unsloth", "transformers"):
+            raise ValueError(f"RunPlan.backend must be 'unsloth' or 'transformers', got {self.backend!r}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"RunPlan.precision must be one of {PRECISIONS}, got {self.precision!r}")
+        if self.world_size < 1:
+            raise ValueError(f"RunPlan.world_size must be >= 1, got {self.world_size}")
+        if self.load_in_4bit and not self.cuda:
+            raise ValueError("RunPlan.load_in_4bit needs a CUDA GPU (bitsandbytes' 4-bit kernels)")
+        if self.fast_inference and not (self.cuda and self.backend == "unsloth"):
+            where = "this machine has no CUDA GPU" if not self.cuda else f"the backend is {self.backend!r}"
+            raise ValueError(f"fast_inference=True is Unsloth's colocated vLLM: it needs backend 'unsloth' on a CUDA GPU ({where})")
+
+    def precision_flags(self) -> dict[str, bool]:
+        """``bf16`` / ``fp16`` for TRL's config: both False on Unsloth (it picks); ``bf16`` on a CPU means autocast."""
+        return {"bf16": self.precision == "bf16", "fp16": self.precision == "fp16"}
+
+    @property
+    def torch_dtype(self) -> Any:
+        """The dtype the transformers backend loads weights in: the GPU's compute precision; fp32 on a CPU
+        (bf16 there is autocast over fp32 weights)."""
+        import torch
+
+        if not self.cuda:
+            return torch.float32
+        return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}.get(self.precision, torch.bfloat16)
+
+    @property
+    def planner_optimizer(self) -> str:
+        """The memory planner's optimizer term for ``optim``: 8-bit AdamW states, or fp32 ones (AdamW and the rest)."""
+        return "adamw_8bit" if self.optim in EIGHT_BIT_OPTIMIZERS else "adamw"
+
+    @property
+    def quantization(self) -> str:
+        """Weights as the planner counts them: 4-bit (CUDA only), 16-bit on a GPU, 32-bit on a CPU."""
+        if self.load_in_4bit:
+            return "4bit"
+        return "16bit" if self.cuda and self.precision != "fp32" else "32bit"
+
+    def per_process_batch(self, config: Any) -> int:
+        """Completions each process generates per step (the one divisibility rule, :mod:`gapo_lite.batching`)."""
+        return batching.per_process_batch(config.prompts_per_step, config.num_generations, self.world_size)
+
+    def passes(self, config: Any, chunk_size: int) -> int:
+        """Forward/backward passes per optimizer step at ``chunk_size`` completions per pass."""
+        return batching.passes_per_step(config.prompts_per_step, config.num_generations, self.world_size, chunk_size)
+
+    def describe(self) -> str:
+        """One line for the log."""
+        precision = f"{self.precision} autocast" if self.precision == "bf16" and not self.cuda else self.precision
+        return (
+            f"backend {self.backend} ({self.backend_reason}); {'CUDA' if self.cuda else 'CPU'}, {self.world_size} process(es); "
+            f"precision {precision}; optimizer {self.optim}; gradient checkpointing {'on' if self.gradient_checkpointing else 'off'}; "
+            f"weights {self.quantization}{'; vLLM generation' if self.fast_inference else ''}"
+        )
+
+    def import_backend(self) -> None:
+        """Import the chosen backend's packages in the right order (Unsloth before trl); nothing for transformers."""
+        import_backend(self.backend)
+
+
+HardwarePlan = RunPlan  # the same class under the name scripts and notebooks use
+
+
+def choose_precision(backend: str, cuda: bool, requested: str = "auto") -> str:
+    """``"unsloth"`` (Unsloth picks), ``"bf16"`` on a GPU with native bf16, ``"fp16"`` on one without; on a CPU
+    :func:`~gapo_lite._bootstrap.cpu_precision`. ``requested`` ("auto", "bf16", "fp32") forces one."""
+    if requested not in REQUESTED_PRECISIONS:
+        raise ValueError(f"precision must be one of {REQUESTED_PRECISIONS}, got {requested!r}")
+    if not cuda:
+        return cpu_precision(requested)
+    if requested == "fp32":
+        return "fp32"
+    if requested == "bf16":
+        if not native_bf16():
+            raise ValueError("precision 'bf16' asked for, but this GPU has no native bf16 (compute capability < 8); use 'auto'")
+        return "bf16"
+    if backend == "unsloth":
+        return "unsloth"
+    return "bf16" if native_bf16() else "fp16"
+
+
+def resolve_run_plan(
+    *,
+    backend: str = "auto",
+    load_in_4bit: bool = True,
+    fast_inference: bool = False,
+    optim: str = "auto",
+    gradient_checkpointing: bool | None = None,
+    precision: str = "auto",
+    cuda: bool | None = None,
+    has_unsloth: bool | None = None,
+    processes: int | None = None,
+) -> RunPlan:
+    """Decide backend, process count, precision, optimizer, checkpointing and 4-bit from what was asked for.
+
+    ``cuda``, ``has_unsloth`` and ``processes`` default to what this machine says (torch, the installed
+    packages, ``WORLD_SIZE``). 4-bit is dropped without a CUDA GPU; ``fast_inference`` without Unsloth on CUDA
+    is an error."""
+    cuda = cuda_available() if cuda is None else cuda
+    has_unsloth = unsloth_installed() if has_unsloth is None else has_unsloth
+    chosen, reason = choose_backend(backend, cuda, has_unsloth)
+    return RunPlan(
+        cuda=cuda,
+        world_size=world_size() if processes is None else processes,
+        backend=chosen,
+        backend_reason=reason,
+        precision=choose_precision(chosen, cuda, precision),
+        optim=("adamw_8bit" if cuda else "adamw_torch") if optim == "auto" else optim,
+        gradient_checkpointing=cuda if gradient_checkpointing is None else bool(gradient_checkpointing),
+        load_in_4bit=bool(load_in_4bit and cuda),
+        fast_inference=bool(fast_inference),
+    )
+
+
+PLANNED_FIELDS = ("backend", "load_in_4bit", "fast_inference", "optim", "gradient_checkpointing", "precision")  # what a TrainConfig asks for
+
+
+def resolve_hardware(config: Any, *, cuda: bool | None = None, has_unsloth: bool | None = None, processes: int | None = None) -> RunPlan:
+    """The run plan for ``config`` (a ``TrainConfig``) on this machine (or the one described by the keywords)."""
+    return resolve_run_plan(**{name: getattr(config, name) for name in PLANNED_FIELDS}, cuda=cuda, has_unsloth=has_unsloth, processes=processes)
