@@ -1,4 +1,4 @@
-"""The README's demo tables are what the demo's own formatters print from the recorded results (docs/demo_seeds.json)."""
+"""The README's demo tables are what the demo's own formatters print from the recorded results (docs/results/demo_seeds.json)."""
 import importlib.util
 import json
 from pathlib import Path
@@ -9,7 +9,7 @@ from gapo_lite.lab.demo import format_table, targets
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
-RECORDED = json.loads((ROOT / "docs" / "demo_seeds.json").read_text())
+RECORDED = json.loads((ROOT / "docs" / "results" / "demo_seeds.json").read_text())
 
 
 def _seed_table():
@@ -53,7 +53,7 @@ def test_start_line_in_readme_is_seed0s():
 def test_readme_shows_the_regime_table_as_printed():
     from gapo_lite.lab.regimes import format_table as regime_table
 
-    recorded = json.loads((ROOT / "docs" / "regimes.json").read_text())
+    recorded = json.loads((ROOT / "docs" / "results" / "regimes.json").read_text())
     assert regime_table(recorded) in README
     assert recorded["prediction_right"] == sum(r["right"] for r in recorded["rows"])
 
@@ -66,7 +66,7 @@ def test_readme_shows_the_regime_table_as_printed():
 def test_readme_shows_each_smollm2_table_as_printed(recorded_file, warmup_steps, rl_steps, runs):
     from gapo_lite.lab.smollm2 import format_table as smollm2_table
 
-    recorded = json.loads((ROOT / "docs" / recorded_file).read_text())
+    recorded = json.loads((ROOT / "docs" / "results" / recorded_file).read_text())
     assert smollm2_table(recorded) in README
     settings = recorded["settings"]  # the command the README names
     assert (settings["warmup_steps"], settings["rl_steps"], list(settings["runs"])) == (warmup_steps, rl_steps, runs)
