@@ -81,7 +81,7 @@ def resolve(tmp_path: Path, torch: str, requirements: list[str], constraint_file
     held = tmp_path / "held.txt"
     held.write_text(f"torch=={torch}\n")
     command = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet", "--python-version", "3.12",
-               "--platform", "manylinux_2_28_x86_64", "--only-binary=:all:", "--report", str(report)]
+               "--platform", "manylinux_2_28_x86_64", "--only-binary=:all:", "--target", str(tmp_path / "target"), "--report", str(report)]
     for c in constraint_files:
         command += ["-c", c.replace("held.txt", str(held))]
     done = subprocess.run([*command, *requirements], capture_output=True, text=True, timeout=900,
