@@ -75,25 +75,41 @@ def test_the_range_is_the_pinned_unsloths():
 
 # --- the resolver, for real (network) -----------------------------------------------------------------------------
 
-def resolve(tmp_path: Path, torch: str, requirements: list[str], constraint_files: list[str]) -> dict[str, str]:
+# manylinux x86_64 at glibc 2.28 (Colab's is newer) and the older tags it runs; pip < 24 does not expand them itself
+PLATFORMS = [arg for tag in ("manylinux_2_28", "manylinux_2_27", "manylinux_2_17", "manylinux2014", "manylinux_2_5", "manylinux1")
+             for arg in ("--platform", f"{tag}_x86_64")]
+
+
+def resolve(tmp_path: Path, torch: str, requirements: list[str], constraint_files: list[str], expect_ok: bool = True) -> dict[str, str]:
     """pip's dry run for Python 3.12 / manylinux x86_64, nothing installed: name -> version it would install."""
     report = tmp_path / f"report-{len(list(tmp_path.iterdir()))}.json"
     held = tmp_path / "held.txt"
     held.write_text(f"torch=={torch}\n")
     command = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet", "--python-version", "3.12",
-               "--platform", "manylinux_2_28_x86_64", "--only-binary=:all:", "--target", str(tmp_path / "target"), "--report", str(report)]
+               *PLATFORMS, "--only-binary=:all:", "--target", str(tmp_path / "target"), "--report", str(report)]
     for c in constraint_files:
         command += ["-c", c.replace("held.txt", str(held))]
     done = subprocess.run([*command, *requirements], capture_output=True, text=True, timeout=900,
                           env={**os.environ, "PIP_CONFIG_FILE": os.devnull})  # PyPI itself: no local mirror or cap
+    if not expect_ok:
+        assert done.returncode != 0, "resolved, where it should not"
+        return {"stderr": done.stderr}
     assert done.returncode == 0, done.stderr[-3000:]
     return {item["metadata"]["name"].lower().replace("_", "-"): item["metadata"]["version"] for item in json.loads(report.read_text())["install"]}
 
 
 @pytest.fixture(scope="module")
 def kit_wheel(tmp_path_factory):
+    import shutil
+
     out = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(ROOT)], check=True)
+    source = out / "src"  # a copy: building in the checkout would leave build/ there
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    for name in tracked:
+        if (ROOT / name).is_file():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, source / name)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(source)], check=True)
     (wheel,) = out.glob("gapo_lite-*.whl")
     return wheel
 
@@ -121,9 +137,11 @@ def test_the_install_resolves_at_torch(tmp_path, kit_wheel, torch, with_vllm):
 
 @pytest.mark.slow
 @pytest.mark.network
-def test_an_unpinned_install_at_a_torch_outside_the_range_falls_back(tmp_path):
-    """What the check prevents: at torch 2.15.0 an unpinned `unsloth` resolves to an old release, not 2026.10.9."""
+def test_at_a_torch_outside_the_range_the_pinned_unsloth_does_not_resolve(tmp_path):
+    """What the check prevents: at torch 2.15.0 the pinned unsloth cannot be installed (an unpinned `unsloth`
+    silently falls back to 2026.3.11 with trl 0.24.0, whose GRPOConfig lacks router_aux_loss_coef), so the
+    script stops before pip."""
     with pytest.raises(InstallError, match="outside the range"):
         pip_steps("2.15.0", {"torch": "2.15.0"}, False, "held.txt")
-    fallback = resolve(tmp_path, "2.15.0", ["unsloth"], ["held.txt"])
-    assert fallback["unsloth"] != "2026.10.9"
+    failed = resolve(tmp_path, "2.15.0", ["unsloth==2026.10.9"], ["held.txt"], expect_ok=False)
+    assert "torch" in failed["stderr"]
