@@ -76,7 +76,7 @@ def test_the_range_is_the_pinned_unsloths():
 # --- the resolver, for real (network) -----------------------------------------------------------------------------
 
 # manylinux x86_64 at glibc 2.28 (Colab's is newer) and the older tags it runs; pip < 24 does not expand them itself
-PLATFORMS = [arg for tag in ("manylinux_2_28", "manylinux_2_27", "manylinux_2_17", "manylinux2014", "manylinux_2_5", "manylinux1")
+PLATFORMS = [arg for tag in [*(f"manylinux_2_{minor}" for minor in range(28, 4, -1)), "manylinux2014", "manylinux2010", "manylinux1"]
              for arg in ("--platform", f"{tag}_x86_64")]
 
 
