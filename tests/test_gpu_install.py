@@ -89,7 +89,7 @@ def resolve(tmp_path: Path, torch: str, requirements: list[str], constraint_file
                *PLATFORMS, "--only-binary=:all:", "--target", str(tmp_path / "target"), "--report", str(report)]
     for c in constraint_files:
         command += ["-c", c.replace("held.txt", str(held))]
-    done = subprocess.run([*command, *requirements], capture_output=True, text=True, timeout=900,
+    done = subprocess.run([*command, *requirements], capture_output=True, text=True, timeout=2400,
                           env={**os.environ, "PIP_CONFIG_FILE": os.devnull})  # PyPI itself: no local mirror or cap
     if not expect_ok:
         assert done.returncode != 0, "resolved, where it should not"
