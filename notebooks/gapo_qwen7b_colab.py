@@ -146,7 +146,7 @@ import dataclasses
 from gapo_lite import build_list_dataset
 from gapo_lite.memory import MemoryPlanError
 from gapo_lite.training import TrainConfig
-from gapo_lite.training.hardware import resolve_hardware
+from gapo_lite.runplan import resolve_hardware
 from gapo_lite.training.planning import measure_prompt_tokens, plan_for_config
 
 if MEMORY_BUDGET_GB is not None:

@@ -61,8 +61,7 @@ from gapo_lite.lab.demo import format_table
 
 print(format_table(results))
 print()
-for name, ok in results["targets"].items():
-    print(f"{'yes' if ok else 'NO ':3s}  {name}")
+print(results["reading"])
 
 # %% [markdown]
 # ### Which position of the list gets chosen

@@ -39,7 +39,7 @@ def one_error_line(capsys, command: str) -> str:
         (["eval", "--model", "m"], "the following arguments are required: --out"),
         (["demo", "--set", "bogus=1"], "unknown demo setting 'bogus'"),
         (["demo", "--set", "rl_steps=many"], "bad value for rl_steps: 'many'"),
-        (["plan", "--model", "nonesuch-3b", "--budget-gb", "24"], "known models"),
+        (["plan", "--model", "nonesuch-3b", "--budget-gb", "24"], "nearest known"),
         (["plan", "--budget-gb", "-1"], "--budget-gb must be positive"),
     ],
 )

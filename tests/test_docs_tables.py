@@ -100,3 +100,17 @@ def test_every_recorded_result_is_shown_by_a_page():
     text = "\n".join(p.read_text(encoding="utf-8") for p in DOCS.glob("*.md")) + README
     orphans = [p.name for p in (DOCS / "results").iterdir() if f"results/{p.name}" not in text]
     assert not orphans, orphans
+
+
+def test_smollm2_spreading_run_tables_as_printed():
+    """Each seed's held-out table, open-suite table and top answers, as smollm2_report prints them."""
+    from gapo_lite.lab.smollm2 import format_table as smollm2_table
+    from gapo_lite.lab.smollm2_report import format_open_table, format_top_answers
+
+    recorded = json.loads((DOCS / "results" / "smollm2_spread.json").read_text())
+    assert [r["settings"]["seed"] for r in recorded] == [0, 1]
+    for r in recorded:
+        assert smollm2_table(r) in page("smollm2.md")
+        assert format_open_table(r) in page("smollm2.md")
+        assert format_top_answers(r) in page("smollm2.md")
+        assert r["settings"]["invalid_reward"] == 0.0 and r["settings"]["rl_steps"] == 250
