@@ -100,6 +100,18 @@ def _sample_shared_prefix(model: Any, tokenizer: Any, ids: Any, copies: int, kwa
     return tokenizer.batch_decode(out[:, ids.shape[1]:], skip_special_tokens=True)
 
 
+def prompt_groups(input_ids: Any, attention_mask: Any, prompt_length: int) -> list[Any]:
+    """Row indices of each distinct prompt (ids and mask of the first ``prompt_length`` positions), in first-seen order."""
+    import torch
+
+    key = torch.cat([input_ids[:, :prompt_length], attention_mask[:, :prompt_length].to(input_ids.dtype)], dim=1)
+    _, inverse = torch.unique(key, dim=0, return_inverse=True)
+    firsts: dict[int, list[int]] = {}
+    for row, group in enumerate(inverse.tolist()):
+        firsts.setdefault(group, []).append(row)
+    return [torch.tensor(rows, device=input_ids.device) for rows in firsts.values()]
+
+
 def generate_shared_prefix(model: Any, input_ids: Any, attention_mask: Any, *, generate: Any = None, **kwargs: Any) -> Any:
     """``model.generate`` on a left-padded batch, each distinct prompt (ids and mask) prefilled once.
 
@@ -114,13 +126,11 @@ def generate_shared_prefix(model: Any, input_ids: Any, attention_mask: Any, *, g
     pad = kwargs.get("pad_token_id")
     if pad is None and "generation_config" in kwargs:
         pad = kwargs["generation_config"].pad_token_id
-    key = torch.cat([input_ids, attention_mask.to(input_ids.dtype)], dim=1)
-    _, inverse = torch.unique(key, dim=0, return_inverse=True)
-    if input_ids.shape[1] < 2 or int(inverse.max()) + 1 == input_ids.shape[0]:  # nothing to share
+    groups = prompt_groups(input_ids, attention_mask, input_ids.shape[1])
+    if input_ids.shape[1] < 2 or len(groups) == input_ids.shape[0]:  # nothing to share
         return generate(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
     outputs: dict[int, Any] = {}
-    for group in inverse.unique().tolist():
-        rows = (inverse == group).nonzero().flatten()
+    for rows in groups:
         ids, mask = input_ids[rows[:1]], attention_mask[rows[:1]]
         positions = (mask.long().cumsum(-1) - 1).clamp(min=0)
         cache = model(input_ids=ids[:, :-1], attention_mask=mask[:, :-1], position_ids=positions[:, :-1], use_cache=True, logits_to_keep=1).past_key_values

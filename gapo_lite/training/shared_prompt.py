@@ -17,15 +17,9 @@ from typing import Any
 
 import torch
 
+from gapo_lite.sampling import generate_shared_prefix, prompt_groups
 
-def prompt_groups(input_ids: torch.Tensor, attention_mask: torch.Tensor, prompt_length: int) -> list[torch.Tensor]:
-    """Row indices of each distinct prompt (ids and mask of the first ``prompt_length`` positions), in first-seen order."""
-    key = torch.cat([input_ids[:, :prompt_length], attention_mask[:, :prompt_length].to(input_ids.dtype)], dim=1)
-    _, inverse = torch.unique(key, dim=0, return_inverse=True)
-    firsts: dict[int, list[int]] = {}
-    for row, group in enumerate(inverse.tolist()):
-        firsts.setdefault(group, []).append(row)
-    return [torch.tensor(rows, device=input_ids.device) for rows in firsts.values()]
+__all__ = ["SharedPromptMixin", "prompt_groups", "share_prompts_in_generation"]
 
 
 class SharedPromptMixin:
@@ -76,8 +70,6 @@ class SharedPromptMixin:
 
 def share_prompts_in_generation(model: Any) -> None:
     """Make ``model.generate`` prefill each distinct prompt of a batch once (plain text inputs; else as before)."""
-    from gapo_lite.sampling import generate_shared_prefix
-
     original = model.generate
 
     def generate(input_ids=None, attention_mask=None, **kwargs):
