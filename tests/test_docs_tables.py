@@ -114,3 +114,9 @@ def test_smollm2_spreading_run_tables_as_printed():
         assert format_open_table(r) in page("smollm2.md")
         assert format_top_answers(r) in page("smollm2.md")
         assert r["settings"]["invalid_reward"] == 0.0 and r["settings"]["rl_steps"] == 250
+
+
+def test_smollm2_step_benchmark_as_recorded():
+    """The step benchmark's tables on the SmolLM2 page are the ones recorded from its output."""
+    recorded = (DOCS / "results" / "smollm2_step.txt").read_text(encoding="utf-8").strip()
+    assert recorded.startswith("GAPO step, 1 prompt x 16 completions") and recorded in page("smollm2.md")

@@ -33,6 +33,7 @@ def manager():
     return bench.task_manager()
 
 
+@pytest.mark.slow  # indexing lm-eval's few thousand task files takes ~16 s
 def test_plan_local_tasks_and_skips(manager, monkeypatch):
     import datasets.config
     import huggingface_hub.constants

@@ -120,3 +120,26 @@ def test_table_adds_the_trained_reward_and_open_rows_only_when_every_column_has_
     assert "pressure, reward trained with" in both
     mixed = smollm2.format_table({"before": newer, "gapo": row})
     assert "open:" not in mixed and "trained with" not in mixed
+
+
+def test_longer_runs_order_each_seeds_stages_and_refuse_mixed_starts():
+    from gapo_lite.lab.smollm2_report import longer_runs
+
+    def folder(seed, steps, start_jsd, jsd):
+        return {"settings": {"seed": seed, "rl_steps": steps}, "before": {"heldout_jsd": start_jsd}, "gapo": {"heldout_jsd": jsd}}
+
+    runs = longer_runs([folder(1, 500, 0.30, 0.20), folder(0, 500, 0.31, 0.25), folder(0, 250, 0.31, 0.27), folder(1, 250, 0.30, 0.24)])
+    assert {seed: [(n, m["heldout_jsd"]) for n, m in points] for seed, points in runs.items()} == {
+        0: [(0, 0.31), (250, 0.27), (500, 0.25)], 1: [(0, 0.30), (250, 0.24), (500, 0.20)]}
+    with pytest.raises(ValueError, match="seed 0: the folders do not share one start"):
+        longer_runs([folder(0, 250, 0.31, 0.27), folder(0, 500, 0.29, 0.25)])
+
+
+def test_longer_script_needs_a_seed_and_a_finished_first_run(tmp_path):
+    import subprocess
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "smollm2_longer.sh"
+    done = subprocess.run(["bash", str(script)], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode != 0 and "usage: bash scripts/smollm2_longer.sh SEED" in done.stderr
+    done = subprocess.run(["bash", str(script), "7"], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode != 0 and "runs/smollm2_spread_s7" in done.stderr

@@ -75,8 +75,9 @@ def test_the_range_is_the_pinned_unsloths():
 
 # --- the resolver, for real (network) -----------------------------------------------------------------------------
 
-# manylinux x86_64 at glibc 2.28 (Colab's is newer) and the older tags it runs; pip < 24 does not expand them itself
-PLATFORMS = [arg for tag in [*(f"manylinux_2_{minor}" for minor in range(28, 4, -1)), "manylinux2014", "manylinux2010", "manylinux1"]
+# manylinux x86_64 at Colab's glibc 2.35 (Ubuntu 22.04) and every older tag it runs (pip < 24 does not expand them
+# itself); vLLM's llguidance 1.7 ships manylinux_2_31 wheels only
+PLATFORMS = [arg for tag in [*(f"manylinux_2_{minor}" for minor in range(35, 4, -1)), "manylinux2014", "manylinux2010", "manylinux1"]
              for arg in ("--platform", f"{tag}_x86_64")]
 
 
@@ -85,7 +86,8 @@ def resolve(tmp_path: Path, torch: str, requirements: list[str], constraint_file
     report = tmp_path / f"report-{len(list(tmp_path.iterdir()))}.json"
     held = tmp_path / "held.txt"
     held.write_text(f"torch=={torch}\n")
-    command = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet", "--python-version", "3.12",
+    quiet = ["--quiet"] if expect_ok else []  # a failure's cause ("The conflict is caused by: ...") is printed at info level
+    command = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", *quiet, "--python-version", "3.12",
                *PLATFORMS, "--only-binary=:all:", "--target", str(tmp_path / "target"), "--report", str(report)]
     for c in constraint_files:
         command += ["-c", c.replace("held.txt", str(held))]
@@ -93,7 +95,7 @@ def resolve(tmp_path: Path, torch: str, requirements: list[str], constraint_file
                           env={**os.environ, "PIP_CONFIG_FILE": os.devnull})  # PyPI itself: no local mirror or cap
     if not expect_ok:
         assert done.returncode != 0, "resolved, where it should not"
-        return {"stderr": done.stderr}
+        return {"stderr": done.stdout + done.stderr}
     assert done.returncode == 0, done.stderr[-3000:]
     return {item["metadata"]["name"].lower().replace("_", "-"): item["metadata"]["version"] for item in json.loads(report.read_text())["install"]}
 
@@ -144,4 +146,4 @@ def test_at_a_torch_outside_the_range_the_pinned_unsloth_does_not_resolve(tmp_pa
     with pytest.raises(InstallError, match="outside the range"):
         pip_steps("2.15.0", {"torch": "2.15.0"}, False, "held.txt")
     failed = resolve(tmp_path, "2.15.0", ["unsloth==2026.10.9"], ["held.txt"], expect_ok=False)
-    assert "torch" in failed["stderr"]
+    assert "Cannot install unsloth==2026.10.9" in failed["stderr"] and "torch==2.15.0" in failed["stderr"], failed["stderr"][-3000:]

@@ -99,6 +99,7 @@ def _worker(rank, world, port, lo, hi, out):
         dist.destroy_process_group()
 
 
+@pytest.mark.slow  # spawns two torch processes: ~13 s of the default run's 3-minute budget
 def test_two_processes_split_groups_get_single_process_rewards():
     # 12 rows over 2 processes: rank 0 rows 0-5 and rank 1 rows 6-11 -> groups 1 and 3 of size 3 are intact,
     # but use an uneven 5/7 split too so a group straddles the boundary.

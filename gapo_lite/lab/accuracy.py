@@ -25,41 +25,24 @@ from pathlib import Path
 from typing import Any
 
 from gapo_lite.lab.runner import Experiment, RLRun, experiment_main, run_staged, table, tiny_rl_config
+from gapo_lite.lab.supervised import SupervisedMiniature
 
 SHAPES = {"N": "bare", "N + N = N": "equation", "N - N = N": "equation", "The answer is N": "sentence"}
 LABELS = {"before": "before (pretrained)", "gapo": "GAPO accuracy+diversity", "baseline": "GRPO accuracy only"}
 
 
 @dataclass(frozen=True)
-class AccuracySettings:
-    """Sizes and schedules; ``quick()`` is a seconds-long variant for tests."""
+class AccuracySettings(SupervisedMiniature):
+    """The shared miniature settings, with the arithmetic problems, their formats and this experiment's schedule."""
 
-    hidden_size: int = 128
-    num_layers: int = 2
-    num_heads: int = 8
-    num_kv_heads: int = 8
     max_operand: int = 9
     format_shares: tuple[float, ...] = (0.8, 0.1, 0.1)  # bare, equation, sentence
     pretrain_steps: int = 1200
-    pretrain_batch: int = 64
-    pretrain_lr: float = 3e-3
-    rl_steps: int = 400
-    prompts_per_step: int = 8
-    num_generations: int = 16
-    rl_lr: float = 3e-4
-    rl_temperature: float = 1.0
     max_completion_length: int = 6
-    baseline: bool = True
     eval_problems: int = 40
     eval_samples: int = 50
-    eval_temperatures: tuple[float, ...] = (0.7, 1.0)
-    threads: int = 1
-    seed: int = 0
 
-    @classmethod
-    def quick(cls) -> "AccuracySettings":
-        return cls(hidden_size=32, num_heads=4, num_kv_heads=4, max_operand=3, pretrain_steps=20, pretrain_batch=16, rl_steps=2,
-                   prompts_per_step=2, num_generations=4, eval_problems=4, eval_samples=8, eval_temperatures=(1.0,))
+    QUICK = {"max_operand": 3, "eval_problems": 4}
 
 
 def pretrain_draw(s: AccuracySettings):

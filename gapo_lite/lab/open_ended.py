@@ -19,37 +19,18 @@ from pathlib import Path
 from typing import Any
 
 from gapo_lite.lab.runner import Experiment, RLRun, experiment_main, run_staged, table, tiny_rl_config
+from gapo_lite.lab.supervised import SupervisedMiniature
 
 LABELS = {"before": "before (collapsed)", "gapo": "GAPO", "baseline": "GRPO + validity"}
 
 
 @dataclass(frozen=True)
-class OpenSettings:
-    """Sizes and schedules; ``quick()`` is a seconds-long variant for tests."""
+class OpenSettings(SupervisedMiniature):
+    """The shared miniature settings, with this experiment's collapse and schedule."""
 
-    hidden_size: int = 128
-    num_layers: int = 2
-    num_heads: int = 8
-    num_kv_heads: int = 8
-    pretrain_steps: int = 300
-    pretrain_batch: int = 64
-    pretrain_lr: float = 3e-3
-    favourite_share: float = 0.8
+    favourite_share: float = 0.8  # the collapsed start names the category's first item this often
     rl_steps: int = 800
-    prompts_per_step: int = 8
-    num_generations: int = 16
-    rl_lr: float = 3e-4
-    rl_temperature: float = 1.0
     baseline: bool = False
-    eval_samples: int = 100
-    eval_temperatures: tuple[float, ...] = (0.7, 1.0)
-    threads: int = 1
-    seed: int = 0
-
-    @classmethod
-    def quick(cls) -> "OpenSettings":
-        return cls(hidden_size=32, num_heads=4, num_kv_heads=4, pretrain_steps=20, pretrain_batch=16, rl_steps=2,
-                   prompts_per_step=2, num_generations=4, eval_samples=8, eval_temperatures=(1.0,))
 
 
 def favourite(category: str) -> str:

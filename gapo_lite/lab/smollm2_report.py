@@ -6,6 +6,10 @@ open-ended suite under each validator (re-scored from the recorded replies), the
 
 ``--record`` writes the results without the raw replies' bulk (the open-ended replies are kept: they are
 what the re-scoring reads) so the docs page's tables can be checked against it.
+
+With ``--longer`` the folders are GAPO runs continued from one another's checkpoints
+(``scripts/smollm2_longer.sh``): one table per seed, a column per number of steps, and a plot of the held-out
+figures over the steps.
 """
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from gapo_lite.lab.plots import save
 from gapo_lite.lab.runner import table
 from gapo_lite.lab.smollm2 import LABELS, format_table
 
@@ -84,11 +89,9 @@ def format_top_answers(results: dict[str, Any], scores: dict[str, dict[str, dict
 
 def plot_positions(all_results: list[dict[str, Any]], path: Path) -> Path:
     """Held-out answer shares by list position for the three models, one panel per seed."""
-    import matplotlib
+    from gapo_lite.eval.report import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(all_results), figsize=(5 * len(all_results), 3.4), squeeze=False)
     for ax, results in zip(axes[0], all_results):
         names = models(results)
@@ -102,19 +105,25 @@ def plot_positions(all_results: list[dict[str, Any]], path: Path) -> Path:
         ax.set_title(f"seed {results['settings']['seed']}: held-out lists, T = {results['settings']['eval_temperature']:g}")
         ax.legend(fontsize=7)
     axes[0][0].set_ylabel("share of valid answers")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path)
+    return path
+
+
+def _two_panels(fig: Any, path: Path, ylabels: tuple[str, str], xlabel: str, fontsize: int) -> Path:
+    """Label a figure's two panels, give each a legend, save it."""
+    for ax, ylabel in zip(fig.axes, ylabels):
+        ax.set_ylabel(ylabel)
+        ax.set_xlabel(xlabel)
+        ax.legend(fontsize=fontsize)
+    save(fig, path)
     return path
 
 
 def plot_curves(run_dirs: list[Path], path: Path, window: int = 20) -> Path:
     """Distinct valid answers per group and the group valid rate during training (moving average of ``window`` steps)."""
-    import matplotlib
+    from gapo_lite.eval.report import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.4))
     for run_dir in run_dirs:
         for name, prefix in (("gapo", "gapo_frequency"), ("grpo_baseline", "validity")):
@@ -128,15 +137,52 @@ def plot_curves(run_dirs: list[Path], path: Path, window: int = 20) -> Path:
                 values = [r[f"{prefix}/{key}"] for r in rows]
                 smooth = [sum(values[max(0, i - window + 1): i + 1]) / len(values[max(0, i - window + 1): i + 1]) for i in range(len(values))]
                 ax.plot([r["step"] for r in rows], smooth, label=label)
-    left.set_ylabel("distinct valid answers per group")
-    right.set_ylabel("valid share of the group")
-    for ax in (left, right):
-        ax.set_xlabel("GAPO / GRPO step")
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _two_panels(fig, path, ("distinct valid answers per group", "valid share of the group"), "GAPO / GRPO step", fontsize=7)
+
+
+LONGER_ROWS = (("heldout_valid_rate", "held-out valid rate"), ("heldout_jsd", "held-out JSD"), ("heldout_position_tv", "position bias (TV)"),
+               ("dominant_share", "dominant share per prompt"), ("trained_pressure", "pressure, reward trained with"),
+               ("pressure", "pressure, paper's reward (-1)"))
+
+
+def longer_runs(all_results: list[dict[str, Any]]) -> dict[int, list[tuple[int, dict[str, Any]]]]:
+    """seed -> [(GAPO steps, measured)], the start first (0 steps), from folders of one run continued in stages."""
+    by_seed: dict[int, list[dict[str, Any]]] = {}
+    for r in all_results:
+        by_seed.setdefault(r["settings"]["seed"], []).append(r)
+    out = {}
+    for seed, runs in sorted(by_seed.items()):
+        runs.sort(key=lambda r: r["settings"]["rl_steps"])
+        if any(r["before"]["heldout_jsd"] != runs[0]["before"]["heldout_jsd"] for r in runs):
+            raise ValueError(f"seed {seed}: the folders do not share one start (their measured starts differ)")
+        out[seed] = [(0, runs[0]["before"])] + [(r["settings"]["rl_steps"], r["gapo"]) for r in runs if "gapo" in r]
+    return out
+
+
+def format_longer_table(points: list[tuple[int, dict[str, Any]]]) -> str:
+    """One seed's held-out figures and open-suite Unique@N (word lists, open vocabularies) after each number of GAPO steps."""
+    from gapo_lite.eval.open_ended import PROMPTS, score_open
+
+    rows = [(label, [m[key] for _, m in points]) for key, label in LONGER_ROWS]
+    scored = [{v: score_open(dict(zip(PROMPTS, m["open"]["completions"])), PROMPTS, validator=v) for v in ("word_lists", "open")} for _, m in points]
+    for v in ("word_lists", "open"):
+        rows.append((f"open: Unique@N valid, {VALIDATOR_LABELS[v]}", [x[v]["mean_unique_valid"] for x in scored]))
+        rows.append((f"open: valid rate, {VALIDATOR_LABELS[v]}", [x[v]["mean_valid_rate"] for x in scored]))
+    return table(rows, ["start" if n == 0 else f"{n} steps" for n, _ in points], width=12, label_width=40)
+
+
+def plot_longer(runs: dict[int, list[tuple[int, dict[str, Any]]]], path: Path) -> Path:
+    """Held-out JSD and dominant share over GAPO steps, one line per seed."""
+    from gapo_lite.eval.report import pyplot
+
+    plt = pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.4))
+    for seed, points in runs.items():
+        steps = [n for n, _ in points]
+        left.plot(steps, [m["heldout_jsd"] for _, m in points], marker="o", label=f"seed {seed}")
+        right.plot(steps, [m["dominant_share"] for _, m in points], marker="o", label=f"seed {seed}")
+    left.axhline(0.15, color="grey", linestyle=":", linewidth=1, label="JSD 0.15")
+    return _two_panels(fig, path, ("held-out JSD to uniform", "dominant share per prompt"), "GAPO steps (1 prompt x 16)", fontsize=8)
 
 
 def slim(results: dict[str, Any]) -> dict[str, Any]:
@@ -152,8 +198,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("results", nargs="+", type=Path, help="each seed's results.json, or its experiment folder (the stages finished so far)")
     parser.add_argument("--plots", type=Path, help="folder for smollm2_positions.png and smollm2_curves.png")
     parser.add_argument("--record", type=Path, help="write the seeds' slimmed results here (a JSON list)")
+    parser.add_argument("--longer", action="store_true", help="the folders continue one another's GAPO runs (scripts/smollm2_longer.sh)")
     args = parser.parse_args(argv)
     all_results = [load_results(p) for p in args.results]
+    if args.longer:
+        runs = longer_runs(all_results)
+        for seed, points in runs.items():
+            print(f"== seed {seed}: GAPO continued (held-out lists, open suite)\n{format_longer_table(points)}\n")
+        if args.plots:
+            args.plots.mkdir(parents=True, exist_ok=True)
+            print("wrote", plot_longer(runs, args.plots / "smollm2_longer.png"))
+        if args.record:
+            record = [{"seed": seed, "points": [[n, {k: v for k, v in m.items() if k != "heldout_choices"}] for n, m in points]} for seed, points in runs.items()]
+            args.record.write_text(json.dumps(record, indent=1))
+            print("wrote", args.record)
+        return 0
     for path, results in zip(args.results, all_results):
         scores = open_scores(results)
         status = "" if results["complete"] else ", runs not all finished"

@@ -9,11 +9,46 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 Messages = list[dict[str, str]]
 Draw = Callable[[random.Random], tuple[Messages, str]]
 BatchLoss = Callable[[random.Random], Any]  # rng -> a scalar torch loss for one batch
+
+
+@dataclass(frozen=True)
+class SupervisedMiniature:
+    """The settings every supervised-pretrained miniature (open-ended, accuracy) shares: the tiny model, the
+    supervised pretraining into its collapsed start, G completions per prompt in RL, the measurement and how
+    it runs. An experiment's settings subclass this, add its own fields and restate the defaults it changes."""
+
+    hidden_size: int = 128
+    num_layers: int = 2
+    num_heads: int = 8
+    num_kv_heads: int = 8
+    pretrain_steps: int = 300
+    pretrain_batch: int = 64
+    pretrain_lr: float = 3e-3
+    rl_steps: int = 400
+    prompts_per_step: int = 8
+    num_generations: int = 16
+    rl_lr: float = 3e-4
+    rl_temperature: float = 1.0
+    baseline: bool = True  # also the baseline RL run from the same start
+    eval_samples: int = 100
+    eval_temperatures: tuple[float, ...] = (0.7, 1.0)
+    threads: int = 1
+    seed: int = 0
+
+    QUICK = {"hidden_size": 32, "num_heads": 4, "num_kv_heads": 4, "pretrain_steps": 20, "pretrain_batch": 16, "rl_steps": 2,
+             "prompts_per_step": 2, "num_generations": 4, "eval_samples": 8, "eval_temperatures": (1.0,)}
+
+    @classmethod
+    def quick(cls):
+        """A seconds-long variant for tests (figures meaningless): ``QUICK`` of the class and its bases."""
+        shrunk = {k: v for klass in reversed(cls.__mro__) for k, v in vars(klass).get("QUICK", {}).items()}
+        return replace(cls(), **{k: v for k, v in shrunk.items() if k in {f.name for f in fields(cls)}})
 
 
 def adamw_warmup_cosine(model: Any, learning_rate: float, steps: int):
