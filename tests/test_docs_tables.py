@@ -120,3 +120,15 @@ def test_smollm2_step_benchmark_as_recorded():
     """The step benchmark's tables on the SmolLM2 page are the ones recorded from its output."""
     recorded = (DOCS / "results" / "smollm2_step.txt").read_text(encoding="utf-8").strip()
     assert recorded.startswith("GAPO step, 1 prompt x 16 completions") and recorded in page("smollm2.md")
+
+
+def test_smollm2_longer_tables_as_printed():
+    """The continued GAPO runs' tables (one per seed), as ``smollm2_report --longer`` prints them."""
+    from gapo_lite.lab.smollm2_report import format_longer_table
+
+    recorded = json.loads((DOCS / "results" / "smollm2_longer.json").read_text())
+    assert [r["seed"] for r in recorded] == [0, 1]
+    for r in recorded:
+        steps = [n for n, _, _ in r["points"]]
+        assert steps[0] == 0 and steps == sorted(steps) and 250 in steps
+        assert format_longer_table([tuple(point) for point in r["points"]]) in page("smollm2.md")

@@ -30,15 +30,16 @@ def _measure(model, tok, pool, seed=7):
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    import torch
+    from gapo_lite.lab.runner import torch_threads
 
-    torch.set_num_threads(1)
     pool = _pool()
     assert len(pool) == len(NAMES), f"expected categories {NAMES} in the word lists, got {sorted(pool)}"
     path = build_tiny_model(tmp_path_factory.mktemp("m") / "tiny", hidden_size=64, num_layers=2, num_heads=4, num_kv_heads=4, seed=0, embedding_std=0.1)
-    return path, pool
+    with torch_threads(1):  # the thresholds below were set on one thread; the count goes back for the modules after this one
+        yield path, pool
 
 
+@pytest.mark.slow  # 460 pretraining steps, ~24 s of the default run's 3 minutes; `make demo` runs the same recipe at full size
 def test_copy_phase_then_collapse_phase(tiny):
     path, pool = tiny
     model, tok = load_model(path, lora=None)

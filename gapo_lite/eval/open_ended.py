@@ -7,7 +7,7 @@ from collections import Counter
 from typing import Any
 
 from gapo_lite.answers.canonical import canonicalize
-from gapo_lite.answers.extract import extract_answer, is_valid_answer
+from gapo_lite.answers.extract import CanonicalSet, extract_answer, is_valid_answer
 from gapo_lite.data.open_ended import ANSWER_ONLY
 from gapo_lite.eval.settings import SampleSettings, sample
 
@@ -53,7 +53,8 @@ def score_answers(
         raise ValueError("score_answers got no completions")
     answers = [canonicalize(c, fold_plurals=fold_plurals) for c in completions]
     extracted = [extract_answer(c, noun) for c in completions]
-    valid = [canonicalize(e, fold_plurals=fold_plurals) if is_valid_answer(e, vocabulary) else None for e in extracted]  # type: ignore[arg-type]
+    allowed = vocabulary if vocabulary is None or isinstance(vocabulary, CanonicalSet) else CanonicalSet(vocabulary)  # canonicalised once, not per answer
+    valid = [canonicalize(e, fold_plurals=fold_plurals) if is_valid_answer(e, allowed) else None for e in extracted]  # type: ignore[arg-type]
     n = len(answers)
     return {
         "n": n,

@@ -145,42 +145,51 @@ LONGER_ROWS = (("heldout_valid_rate", "held-out valid rate"), ("heldout_jsd", "h
                ("pressure", "pressure, paper's reward (-1)"))
 
 
-def longer_runs(all_results: list[dict[str, Any]]) -> dict[int, list[tuple[int, dict[str, Any]]]]:
-    """seed -> [(GAPO steps, measured)], the start first (0 steps), from folders of one run continued in stages."""
+def longer_runs(all_results: list[dict[str, Any]]) -> dict[int, list[tuple[int, str, dict[str, Any]]]]:
+    """seed -> [(GAPO steps, column label, measured)], the start first (0 steps), from folders of one run continued
+    in stages; a stage trained with its own learning-rate schedule (``rl_schedule``) says so in its label."""
     by_seed: dict[int, list[dict[str, Any]]] = {}
     for r in all_results:
         by_seed.setdefault(r["settings"]["seed"], []).append(r)
     out = {}
     for seed, runs in sorted(by_seed.items()):
-        runs.sort(key=lambda r: r["settings"]["rl_steps"])
+        runs.sort(key=lambda r: (r["settings"]["rl_steps"], r["settings"].get("rl_schedule") or ""))
         if any(r["before"]["heldout_jsd"] != runs[0]["before"]["heldout_jsd"] for r in runs):
             raise ValueError(f"seed {seed}: the folders do not share one start (their measured starts differ)")
-        out[seed] = [(0, runs[0]["before"])] + [(r["settings"]["rl_steps"], r["gapo"]) for r in runs if "gapo" in r]
+        points = [(0, "start", runs[0]["before"])]
+        for r in runs:
+            if "gapo" in r:
+                n, schedule = r["settings"]["rl_steps"], r["settings"].get("rl_schedule")
+                points.append((n, f"{n} {schedule}" if schedule else f"{n} steps", r["gapo"]))
+        out[seed] = points
     return out
 
 
-def format_longer_table(points: list[tuple[int, dict[str, Any]]]) -> str:
+def format_longer_table(points: list[tuple[int, str, dict[str, Any]]]) -> str:
     """One seed's held-out figures and open-suite Unique@N (word lists, open vocabularies) after each number of GAPO steps."""
     from gapo_lite.eval.open_ended import PROMPTS, score_open
 
-    rows = [(label, [m[key] for _, m in points]) for key, label in LONGER_ROWS]
-    scored = [{v: score_open(dict(zip(PROMPTS, m["open"]["completions"])), PROMPTS, validator=v) for v in ("word_lists", "open")} for _, m in points]
+    rows = [(label, [m[key] for _, _, m in points]) for key, label in LONGER_ROWS]
+    scored = [{v: score_open(dict(zip(PROMPTS, m["open"]["completions"])), PROMPTS, validator=v) for v in ("word_lists", "open")} for _, _, m in points]
     for v in ("word_lists", "open"):
         rows.append((f"open: Unique@N valid, {VALIDATOR_LABELS[v]}", [x[v]["mean_unique_valid"] for x in scored]))
         rows.append((f"open: valid rate, {VALIDATOR_LABELS[v]}", [x[v]["mean_valid_rate"] for x in scored]))
-    return table(rows, ["start" if n == 0 else f"{n} steps" for n, _ in points], width=12, label_width=40)
+    return table(rows, [label for _, label, _ in points], width=12, label_width=40)
 
 
-def plot_longer(runs: dict[int, list[tuple[int, dict[str, Any]]]], path: Path) -> Path:
-    """Held-out JSD and dominant share over GAPO steps, one line per seed."""
+def plot_longer(runs: dict[int, list[tuple[int, str, dict[str, Any]]]], path: Path) -> Path:
+    """Held-out JSD and dominant share over GAPO steps, one line per seed (a stage with its own schedule as a cross)."""
     from gapo_lite.eval.report import pyplot
 
     plt = pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.4))
     for seed, points in runs.items():
-        steps = [n for n, _ in points]
-        left.plot(steps, [m["heldout_jsd"] for _, m in points], marker="o", label=f"seed {seed}")
-        right.plot(steps, [m["dominant_share"] for _, m in points], marker="o", label=f"seed {seed}")
+        plain = [(n, m) for n, label, m in points if n == 0 or label.endswith(" steps")]
+        other = [(n, label.split(" ", 1)[1], m) for n, label, m in points if n and not label.endswith(" steps")]
+        for ax, key in ((left, "heldout_jsd"), (right, "dominant_share")):
+            line, = ax.plot([n for n, _ in plain], [m[key] for _, m in plain], marker="o", label=f"seed {seed}")
+            for n, schedule, m in other:
+                ax.plot([n], [m[key]], marker="x", markersize=9, linestyle="", color=line.get_color(), label=f"seed {seed}, {schedule} decay")
     left.axhline(0.15, color="grey", linestyle=":", linewidth=1, label="JSD 0.15")
     return _two_panels(fig, path, ("held-out JSD to uniform", "dominant share per prompt"), "GAPO steps (1 prompt x 16)", fontsize=8)
 
@@ -209,7 +218,8 @@ def main(argv: list[str] | None = None) -> int:
             args.plots.mkdir(parents=True, exist_ok=True)
             print("wrote", plot_longer(runs, args.plots / "smollm2_longer.png"))
         if args.record:
-            record = [{"seed": seed, "points": [[n, {k: v for k, v in m.items() if k != "heldout_choices"}] for n, m in points]} for seed, points in runs.items()]
+            record = [{"seed": seed, "points": [[n, label, {k: v for k, v in m.items() if k != "heldout_choices"}] for n, label, m in points]}
+                      for seed, points in runs.items()]
             args.record.write_text(json.dumps(record, indent=1))
             print("wrote", args.record)
         return 0
