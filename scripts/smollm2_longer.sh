@@ -13,8 +13,8 @@
 set -euo pipefail
 seed=${1:?usage: bash scripts/smollm2_longer.sh SEED [STEPS ...]}
 shift
-stages=("${@:-500 750 1000}")
-read -r -a stages <<< "${stages[*]}"
+stages=("$@")
+[ ${#stages[@]} -gt 0 ] || stages=(500 750 1000)
 prev=${FROM:-runs/smollm2_spread_s$seed}
 schedule=${SCHEDULE:-}
 if [ ! -f "$prev/stages/gapo.json" ]; then

@@ -123,18 +123,19 @@ def test_table_adds_the_trained_reward_and_open_rows_only_when_every_column_has_
 
 
 def test_longer_runs_order_each_seeds_stages_and_refuse_mixed_starts():
-    from gapo_lite.lab.smollm2_report import longer_runs
+    from gapo_lite.lab.smollm2_report import column, longer_runs
 
     def folder(seed, steps, start_jsd, jsd):
         return {"settings": {"seed": seed, "rl_steps": steps}, "before": {"heldout_jsd": start_jsd}, "gapo": {"heldout_jsd": jsd}}
 
     runs = longer_runs([folder(1, 500, 0.30, 0.20), folder(0, 500, 0.31, 0.25), folder(0, 250, 0.31, 0.27), folder(1, 250, 0.30, 0.24)])
-    assert {seed: [(n, label, m["heldout_jsd"]) for n, label, m in points] for seed, points in runs.items()} == {
-        0: [(0, "start", 0.31), (250, "250 steps", 0.27), (500, "500 steps", 0.25)],
-        1: [(0, "start", 0.30), (250, "250 steps", 0.24), (500, "500 steps", 0.20)]}
+    assert {seed: [(column(n, schedule), m["heldout_jsd"]) for n, schedule, m in points] for seed, points in runs.items()} == {
+        0: [("start", 0.31), ("250 steps", 0.27), ("500 steps", 0.25)],
+        1: [("start", 0.30), ("250 steps", 0.24), ("500 steps", 0.20)]}
     annealed = folder(0, 1000, 0.31, 0.15)
     annealed["settings"]["rl_schedule"] = "linear"
-    assert longer_runs([folder(0, 250, 0.31, 0.27), annealed])[0][-1][:2] == (1000, "1000 linear")
+    last = longer_runs([folder(0, 250, 0.31, 0.27), annealed])[0][-1]
+    assert last[:2] == (1000, "linear") and column(*last[:2]) == "1000 linear"
     with pytest.raises(ValueError, match="seed 0: the folders do not share one start"):
         longer_runs([folder(0, 250, 0.31, 0.27), folder(0, 500, 0.29, 0.25)])
 

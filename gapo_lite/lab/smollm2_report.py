@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,15 +53,17 @@ def models(results: dict[str, Any]) -> list[str]:
     return [n for n in LABELS if isinstance(results.get(n), dict) and "heldout_jsd" in results[n]]
 
 
-def open_scores(results: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
-    """model -> validator -> the open suite's scores, from the recorded replies."""
+def rescore(measured: dict[str, Any], validators: Sequence[str] = tuple(VALIDATOR_LABELS)) -> dict[str, dict[str, Any]]:
+    """validator -> the open suite's scores of one model, from its recorded replies."""
     from gapo_lite.eval.open_ended import PROMPTS, score_open
 
-    out: dict[str, dict[str, dict[str, Any]]] = {}
-    for name in models(results):
-        replies = dict(zip(PROMPTS, results[name]["open"]["completions"]))
-        out[name] = {v: score_open(replies, PROMPTS, validator=v) for v in VALIDATOR_LABELS}
-    return out
+    replies = dict(zip(PROMPTS, measured["open"]["completions"]))
+    return {v: score_open(replies, PROMPTS, validator=v) for v in validators}
+
+
+def open_scores(results: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
+    """model -> validator -> the open suite's scores, from the recorded replies."""
+    return {name: rescore(results[name]) for name in models(results)}
 
 
 def format_open_table(results: dict[str, Any], scores: dict[str, dict[str, dict[str, Any]]] | None = None) -> str:
@@ -145,9 +148,11 @@ LONGER_ROWS = (("heldout_valid_rate", "held-out valid rate"), ("heldout_jsd", "h
                ("pressure", "pressure, paper's reward (-1)"))
 
 
-def longer_runs(all_results: list[dict[str, Any]]) -> dict[int, list[tuple[int, str, dict[str, Any]]]]:
-    """seed -> [(GAPO steps, column label, measured)], the start first (0 steps), from folders of one run continued
-    in stages; a stage trained with its own learning-rate schedule (``rl_schedule``) says so in its label."""
+Point = tuple[int, str | None, dict[str, Any]]  # GAPO steps, the stage's own learning-rate schedule (None: the recipe's), measured
+
+
+def longer_runs(all_results: list[dict[str, Any]]) -> dict[int, list[Point]]:
+    """seed -> its points, the start first (0 steps), from folders of one run continued in stages."""
     by_seed: dict[int, list[dict[str, Any]]] = {}
     for r in all_results:
         by_seed.setdefault(r["settings"]["seed"], []).append(r)
@@ -156,36 +161,35 @@ def longer_runs(all_results: list[dict[str, Any]]) -> dict[int, list[tuple[int, 
         runs.sort(key=lambda r: (r["settings"]["rl_steps"], r["settings"].get("rl_schedule") or ""))
         if any(r["before"]["heldout_jsd"] != runs[0]["before"]["heldout_jsd"] for r in runs):
             raise ValueError(f"seed {seed}: the folders do not share one start (their measured starts differ)")
-        points = [(0, "start", runs[0]["before"])]
-        for r in runs:
-            if "gapo" in r:
-                n, schedule = r["settings"]["rl_steps"], r["settings"].get("rl_schedule")
-                points.append((n, f"{n} {schedule}" if schedule else f"{n} steps", r["gapo"]))
-        out[seed] = points
+        out[seed] = [(0, None, runs[0]["before"])] + [(r["settings"]["rl_steps"], r["settings"].get("rl_schedule"), r["gapo"]) for r in runs if "gapo" in r]
     return out
 
 
-def format_longer_table(points: list[tuple[int, str, dict[str, Any]]]) -> str:
-    """One seed's held-out figures and open-suite Unique@N (word lists, open vocabularies) after each number of GAPO steps."""
-    from gapo_lite.eval.open_ended import PROMPTS, score_open
+def column(steps: int, schedule: str | None) -> str:
+    """A point's column label: "start", "750 steps", or with its own schedule "1000 linear"."""
+    return "start" if steps == 0 else f"{steps} {schedule}" if schedule else f"{steps} steps"
 
+
+def format_longer_table(points: list[Point]) -> str:
+    """One seed's held-out figures and open-suite Unique@N (word lists, open vocabularies) after each number of GAPO steps."""
+    validators = ("word_lists", "open")
     rows = [(label, [m[key] for _, _, m in points]) for key, label in LONGER_ROWS]
-    scored = [{v: score_open(dict(zip(PROMPTS, m["open"]["completions"])), PROMPTS, validator=v) for v in ("word_lists", "open")} for _, _, m in points]
-    for v in ("word_lists", "open"):
+    scored = [rescore(m, validators) for _, _, m in points]
+    for v in validators:
         rows.append((f"open: Unique@N valid, {VALIDATOR_LABELS[v]}", [x[v]["mean_unique_valid"] for x in scored]))
         rows.append((f"open: valid rate, {VALIDATOR_LABELS[v]}", [x[v]["mean_valid_rate"] for x in scored]))
-    return table(rows, [label for _, label, _ in points], width=12, label_width=40)
+    return table(rows, [column(n, schedule) for n, schedule, _ in points], width=12, label_width=40)
 
 
-def plot_longer(runs: dict[int, list[tuple[int, str, dict[str, Any]]]], path: Path) -> Path:
+def plot_longer(runs: dict[int, list[Point]], path: Path) -> Path:
     """Held-out JSD and dominant share over GAPO steps, one line per seed (a stage with its own schedule as a cross)."""
     from gapo_lite.eval.report import pyplot
 
     plt = pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.4))
     for seed, points in runs.items():
-        plain = [(n, m) for n, label, m in points if n == 0 or label.endswith(" steps")]
-        other = [(n, label.split(" ", 1)[1], m) for n, label, m in points if n and not label.endswith(" steps")]
+        plain = [(n, m) for n, schedule, m in points if schedule is None]
+        other = [(n, schedule, m) for n, schedule, m in points if schedule is not None]
         for ax, key in ((left, "heldout_jsd"), (right, "dominant_share")):
             line, = ax.plot([n for n, _ in plain], [m[key] for _, m in plain], marker="o", label=f"seed {seed}")
             for n, schedule, m in other:
@@ -194,12 +198,14 @@ def plot_longer(runs: dict[int, list[tuple[int, str, dict[str, Any]]]], path: Pa
     return _two_panels(fig, path, ("held-out JSD to uniform", "dominant share per prompt"), "GAPO steps (1 prompt x 16)", fontsize=8)
 
 
+def slim_measured(measured: dict[str, Any]) -> dict[str, Any]:
+    """What the docs keep of one model's measurement: everything but the held-out choices per sample."""
+    return {k: v for k, v in measured.items() if k != "heldout_choices"}
+
+
 def slim(results: dict[str, Any]) -> dict[str, Any]:
-    """What the docs keep of one seed's results: everything but the held-out choices per sample."""
-    out = json.loads(json.dumps(results))
-    for name in models(out):
-        out[name].pop("heldout_choices", None)
-    return out
+    """What the docs keep of one seed's results: each model's :func:`slim_measured`."""
+    return {k: slim_measured(v) if k in models(results) else v for k, v in results.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -218,8 +224,7 @@ def main(argv: list[str] | None = None) -> int:
             args.plots.mkdir(parents=True, exist_ok=True)
             print("wrote", plot_longer(runs, args.plots / "smollm2_longer.png"))
         if args.record:
-            record = [{"seed": seed, "points": [[n, label, {k: v for k, v in m.items() if k != "heldout_choices"}] for n, label, m in points]}
-                      for seed, points in runs.items()]
+            record = [{"seed": seed, "points": [[n, schedule, slim_measured(m)] for n, schedule, m in points]} for seed, points in runs.items()]
             args.record.write_text(json.dumps(record, indent=1))
             print("wrote", args.record)
         return 0
