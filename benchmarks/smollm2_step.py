@@ -1,15 +1,17 @@
 """A SmolLM2-135M GAPO step with each prompt computed once per group against TRL's own path, and sampling
 with a shared prompt prefix against the plain padded batch, alternating in one process.
 
-    bash scripts/get_smollm2.sh && python benchmarks/smollm2_step.py [--steps 8] [--threads 2] [--rounds 2]
+    bash scripts/get_smollm2.sh && python benchmarks/smollm2_step.py [--rounds 4] [--threads 2] [--sampling-rounds 2]
 
-Part 1 alternates GAPO steps of 1 prompt x G completions (the SmolLM2 experiment's shape) between TRL's path
-(every row's prompt through the model, in generation and in the loss) and the shared prompt
-(:mod:`gapo_lite.training.shared_prompt`), and times TRL's phases in each: generation and scoring
+Part 1 cycles GAPO steps of 1 prompt x G completions (the SmolLM2 experiment's shape) through TRL's path in fp32
+(every row's prompt through the model, in generation and in the loss), the shared prompt
+(:mod:`gapo_lite.training.shared_prompt`) in fp32, and the shared prompt under bf16 autocast (where the CPU has
+native bf16: what the kit picks there by itself), and times TRL's phases in each: generation and scoring
 (``_generate_and_score_completions``, which includes the reward hook), the loss forward (``compute_loss``),
-the backward and the optimizer step; the first two steps are dropped (warm-up).
-Part 2 samples 8-token answers to list prompts both ways (greedy outputs are the same; the shared prefix
-runs each prompt through the model once instead of once per sample). Run it on an otherwise idle machine.
+the backward and the optimizer step; each mode's first step is dropped (warm-up).
+Part 2 samples 8-token answers to list prompts as a padded batch and with a shared prefix (greedy outputs are
+the same; the shared prefix runs each prompt through the model once instead of once per sample), in fp32 and,
+where native, bf16. Run it on an otherwise idle machine.
 """
 from __future__ import annotations
 
@@ -65,33 +67,53 @@ def time_phases(trainer, mode: list[str]) -> dict[tuple[str, str], list[float]]:
     return times
 
 
-def alternate(trainer, mode: list[str]):
-    """A callback that switches TRL's path and the shared prompt on every step."""
+# (name, prompts shared, bf16 autocast): TRL's path in fp32 is where the kit started; bf16 only where native.
+MODES = (("TRL's path, fp32", False, False), ("shared prompt, fp32", True, False), ("shared prompt, bf16", True, True))
+
+
+def alternate(trainer, modes, mode: list[str]):
+    """A callback that cycles through ``modes`` step by step: prompt sharing on or off (loss forward and
+    generation) and bf16 autocast on or off (accelerate's wrapped forward, TRL's autocast blocks, generation)."""
+    from accelerate.utils import AutocastKwargs
     from transformers import TrainerCallback
 
-    shared_generate = trainer.model.generate
-    plain_generate = type(trainer.model).generate.__get__(trainer.model)
+    from gapo_lite.training.shared_prompt import share_prompts_in_generation
+
+    model = trainer.model
+    plain_generate = type(model).generate.__get__(model)
+    generates = {}
+    for cpu_bf16 in (False, True):
+        model.generate = plain_generate
+        share_prompts_in_generation(model, cpu_bf16=cpu_bf16)
+        generates[cpu_bf16] = model.generate
+    handlers = {True: trainer.accelerator.autocast_handler, False: AutocastKwargs(enabled=False)}
+    forwards: dict[bool, object] = {}
 
     class Alternate(TrainerCallback):
         def on_step_begin(self, args, state, control, **kwargs):
-            shared = state.global_step % 2 == 1
-            mode[0] = "shared prompt" if shared else "TRL's path"
+            if not forwards:  # the trainer has prepared (wrapped) the model by its first step
+                forwards.update({True: model.forward, False: getattr(model, "_original_forward", model.forward)})
+            name, shared, bf16 = modes[state.global_step % len(modes)]
+            mode[0] = name
             trainer.gapo_share_prompts = shared
-            trainer.model.generate = shared_generate if shared else plain_generate
+            model.generate = generates[bf16] if shared else plain_generate
+            model.forward = forwards[bf16]
+            trainer.accelerator.autocast_handler = handlers[bf16]
 
     return Alternate()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=4, help="steps per mode (the first round is dropped as warm-up)")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--sampling-rounds", type=int, default=2)
     parser.add_argument("--generations", type=int, default=16)
     args = parser.parse_args()
 
     import torch
 
+    from gapo_lite._bootstrap import cpu_bf16_native
     from gapo_lite.data import build_list_dataset
     from gapo_lite.gguf import smollm2_path
     from gapo_lite.models import check_model_path, load_model
@@ -100,41 +122,48 @@ def main() -> None:
     from gapo_lite.training.recipes import load_recipe
 
     torch.set_num_threads(args.threads)
+    native = cpu_bf16_native()
+    modes = MODES if native else MODES[:2]
+    steps = args.rounds * len(modes)
     path = check_model_path(smollm2_path())
     with tempfile.TemporaryDirectory() as tmp:
         config = dataclasses.replace(load_recipe("smollm2_lists"), model=path, num_generations=args.generations, prompts_per_step=1,
-                                     invalid_reward=0.0, learning_rate=4e-4, max_steps=args.steps, save_steps=10 * args.steps, output_dir=str(Path(tmp) / "run"))
+                                     invalid_reward=0.0, learning_rate=4e-4, max_steps=steps, save_steps=10 * steps, output_dir=str(Path(tmp) / "run"),
+                                     precision="bf16" if native else "fp32")
         trainer = build_trainer(config)
-        mode = ["TRL's path"]
+        mode = [modes[0][0]]
         times = time_phases(trainer, mode)
-        trainer.add_callback(alternate(trainer, mode))
+        trainer.add_callback(alternate(trainer, modes, mode))
         trainer.train()
-    steps = [row["step_time"] for row in trainer.state.log_history if "step_time" in row]
-    by_mode = {"TRL's path": steps[2::2], "shared prompt": steps[3::2]}  # step k ran in mode k % 2
-    base = statistics.median(by_mode["TRL's path"])
-    print(f"\nGAPO step, 1 prompt x {args.generations} completions, {args.threads} threads ({args.steps} steps alternating, first two dropped)")
-    print(f"{'path':16s}{'step s':>9s}{'ratio':>7s}" + "".join(f"{name:>18s}" for name in PHASES))
+    step_times = [row["step_time"] for row in trainer.state.log_history if "step_time" in row]
+    by_mode = {name: step_times[i + len(modes)::len(modes)] for i, (name, _, _) in enumerate(modes)}  # step k ran in mode k % len(modes)
+    base = statistics.median(by_mode[modes[0][0]])
+    print(f"\nGAPO step, 1 prompt x {args.generations} completions, {args.threads} threads ({steps} steps cycling {len(modes)} modes, first round dropped)"
+          + ("" if native else "; no native bf16 on this CPU, so no bf16 mode"))
+    print(f"{'path':22s}{'step s':>9s}{'ratio':>7s}" + "".join(f"{name:>18s}" for name in PHASES))
     for name, values in by_mode.items():
         median = statistics.median(values)
         phases = "".join(f"{statistics.median(times[(name, phase)][1:] or times[(name, phase)]):18.2f}" for phase in PHASES)
-        print(f"{name:16s}{median:9.2f}{median / base:7.2f}{phases}")
+        print(f"{name:22s}{median:9.2f}{median / base:7.2f}{phases}")
 
     model, tok = load_model(path, lora=None)
     rows = build_list_dataset(4, split="heldout", max_items=8, seed=1)
     prompts = [r["prompt"] for r in rows]
+    samplers = {"padded rows, fp32": lambda: padded_sampling(model, tok, prompts, 32, 8)}
+    for precision in ("fp32", "bf16") if native else ("fp32",):
+        samplers[f"shared prefix, {precision}"] = lambda precision=precision: sample_completions(
+            model, tok, prompts, n=32, temperature=0.7, max_new_tokens=8, progress=False, precision=precision)
     results: dict[str, list[float]] = defaultdict(list)
-    for _ in range(args.rounds):
-        t = time.perf_counter()
-        padded_sampling(model, tok, prompts, 32, 8)
-        results["padded rows"].append(time.perf_counter() - t)
-        t = time.perf_counter()
-        sample_completions(model, tok, prompts, n=32, temperature=0.7, max_new_tokens=8, progress=False)
-        results["shared prefix"].append(time.perf_counter() - t)
-    base = statistics.median(results["padded rows"])
+    for _ in range(args.sampling_rounds):
+        for name, draw in samplers.items():
+            t = time.perf_counter()
+            draw()
+            results[name].append(time.perf_counter() - t)
+    base = statistics.median(results["padded rows, fp32"])
     print(f"\nsampling 4 prompts x 32 answers, 8 new tokens, {args.threads} threads")
-    print(f"{'method':16s}{'median s':>10s}{'ratio':>8s}")
+    print(f"{'method':22s}{'median s':>10s}{'ratio':>8s}")
     for name, values in results.items():
-        print(f"{name:16s}{statistics.median(values):10.2f}{statistics.median(values) / base:8.2f}")
+        print(f"{name:22s}{statistics.median(values):10.2f}{statistics.median(values) / base:8.2f}")
 
 
 if __name__ == "__main__":

@@ -69,7 +69,7 @@ def choose_backend(requested: str, cuda: bool, has_unsloth: bool) -> tuple[str, 
             return "unsloth", "a CUDA GPU and unsloth are present"
         if cuda:
             return "transformers", "a CUDA GPU is present but unsloth is not installed"
-        return "transformers", "no CUDA GPU: transformers + peft in full precision on the CPU"
+        return "transformers", "no CUDA GPU: transformers + peft on the CPU, fp32 weights"
     if requested == "unsloth":
         if not has_unsloth:
             raise ImportError("backend='unsloth' but unsloth is not installed; pip install -r requirements.txt")

@@ -6,11 +6,14 @@
 #   bash scripts/smollm2_longer.sh SEED [STEPS ...]                        # default stages: 500 750 1000
 #   FROM=runs/smollm2_more_s1_750 SCHEDULE=linear bash scripts/smollm2_longer.sh 1 1000
 #   THREADS=2 ...                                                            # torch threads (default 1: two seeds side by side)
+#   FROM=runs/smollm2_t07_s0 PREFIX=runs/smollm2_t07_more_s0 bash scripts/smollm2_longer.sh 0 450
 #
-# The first folder is $FROM (default runs/smollm2_spread_s$SEED, 250 steps, docs/smollm2.md); stage N is
-# runs/smollm2_more_s${SEED}_N, or runs/smollm2_more_s${SEED}_N_$SCHEDULE with a learning-rate schedule
+# The first folder is $FROM (default runs/smollm2_spread_s$SEED, 250 steps, docs/smollm2.md), whose recorded
+# settings every stage keeps (but rl_steps and the schedule); stage N is $PREFIX_N (default
+# runs/smollm2_more_s${SEED}_N), or $PREFIX_N_$SCHEDULE with a learning-rate schedule
 # (TrainConfig.lr_scheduler_type, e.g. linear: the resumed run decays from where that schedule stands at its step).
 set -euo pipefail
+source "$(dirname "$0")/smollm2_common.sh"
 seed=${1:?usage: bash scripts/smollm2_longer.sh SEED [STEPS ...]}
 shift
 stages=("$@")
@@ -22,8 +25,11 @@ if [ ! -f "$prev/stages/gapo.json" ]; then
   exit 2
 fi
 prev_steps=$(python -c "import json,sys; print(json.load(open(sys.argv[1]))['rl_steps'])" "$prev/stages/settings.json")
+# The first run's settings (what was trained and measured), but the seed, the steps, the schedule and the runs.
+sets=$(recorded_sets "$prev/stages/settings.json" warmup_steps invalid_reward num_generations prompts_per_step learning_rate rl_temperature open_samples)
+prefix=${PREFIX:-runs/smollm2_more_s$seed}
 for steps in "${stages[@]}"; do
-  out=runs/smollm2_more_s${seed}_$steps${schedule:+_$schedule}
+  out=${prefix}_$steps${schedule:+_$schedule}
   if [ ! -f "$out/stages/gapo.json" ]; then
     mkdir -p "$out/stages" "$out/gapo"
     [ -d "$out/pretrained" ] || cp -al "$prev/pretrained" "$out/pretrained"  # hard links: the start is only read
@@ -33,8 +39,8 @@ for steps in "${stages[@]}"; do
       cp "$prev/gapo/metrics.jsonl" "$out/gapo/metrics.jsonl"  # the training curves go on from the previous stage's
       echo "checkpoint-$prev_steps" > "$out/gapo/latest_checkpoint.txt"
     fi
-    python -m gapo_lite.lab.smollm2 --out "$out" --set seed="$seed" --set threads="${THREADS:-1}" --set warmup_steps=24 --set invalid_reward=0 \
-      --set num_generations=16 --set prompts_per_step=1 --set learning_rate=4e-4 --set rl_steps="$steps" --set open_samples=100 \
+    # shellcheck disable=SC2086
+    python -m gapo_lite.lab.smollm2 --out "$out" --set seed="$seed" --set threads="${THREADS:-1}" $sets --set rl_steps="$steps" \
       --set runs=gapo ${schedule:+--set rl_schedule=$schedule}
   fi
   prev=$out

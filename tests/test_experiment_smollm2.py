@@ -102,10 +102,11 @@ def test_rl_config_takes_the_settings_that_differ_from_the_recipe(tmp_path):
     from gapo_lite.training.recipes import load_recipe
 
     recipe = load_recipe("smollm2_lists")
-    s = smollm2.SmolSettings(invalid_reward=0.0, num_generations=16, prompts_per_step=1, learning_rate=4e-4, rl_temperature=0.9)
+    s = smollm2.SmolSettings(invalid_reward=0.0, num_generations=16, prompts_per_step=1, learning_rate=4e-4, rl_temperature=0.9, precision="fp32")
     for name in ("gapo", "grpo_baseline"):
         c = smollm2.rl_config(s, tmp_path / "start", tmp_path / name, RLRun(name, name))
         assert (c.invalid_reward, c.num_generations, c.prompts_per_step, c.learning_rate, c.temperature) == (0.0, 16, 1, 4e-4, 0.9)
+        assert c.precision == "fp32"
     plain = smollm2.rl_config(smollm2.SmolSettings(), tmp_path / "start", tmp_path / "p", RLRun("gapo", "GAPO"))
     assert (plain.invalid_reward, plain.num_generations, plain.learning_rate) == (recipe.invalid_reward, recipe.num_generations, recipe.learning_rate)
     assert smollm2.SmolSettings().trained_invalid_reward == -1.0 and s.trained_invalid_reward == 0.0
@@ -148,3 +149,53 @@ def test_longer_script_needs_a_seed_and_a_finished_first_run(tmp_path):
     assert done.returncode != 0 and "usage: bash scripts/smollm2_longer.sh SEED" in done.stderr
     done = subprocess.run(["bash", str(script), "7"], cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode != 0 and "runs/smollm2_spread_s7" in done.stderr
+
+
+def test_precision_script_needs_a_measured_start(tmp_path):
+    import subprocess
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "smollm2_precision.sh"
+    done = subprocess.run(["bash", str(script)], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode != 0 and "usage: bash scripts/smollm2_precision.sh EXPERIMENT_FOLDER" in done.stderr
+    done = subprocess.run(["bash", str(script), "runs/nothing"], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode != 0 and "runs/nothing holds no measured start" in done.stderr
+    assert not (tmp_path / "runs").exists()  # refused before anything was written
+
+
+def test_measure_samples_in_the_settings_precision(monkeypatch):
+    """The lists and open suites sample with SmolSettings.precision (fp32 reproduces a full-precision run)."""
+    from gapo_lite.eval import lists, open_ended
+
+    seen = []
+
+    def fake_lists(model, tok, settings, num_lists):
+        seen.append(settings.precision)
+        return {"mean_jsd": 0.1, "mean_valid_rate": 1.0, "position_tv": 0.0, "position_shares": [], "pressure": {"mean": None, "verdict": "-"},
+                "lists": [], "samples": []}
+
+    def fake_open(model, tok, settings):
+        seen.append(settings.precision)
+        return {"mean_unique_valid": 1.0, "mean_valid_rate": 1.0, "mean_unique": 1.0, "prompts": {}, "completions": {}}
+
+    monkeypatch.setattr(lists, "run_lists", fake_lists)
+    monkeypatch.setattr(lists, "pressure_by_prompt", lambda *a, **k: {"mean": None})
+    monkeypatch.setattr(open_ended, "run_open", fake_open)
+    smollm2.measure(None, None, smollm2.SmolSettings(open_samples=2, precision="fp32"))
+    assert seen == ["fp32", "fp32"]
+    with pytest.raises(ValueError, match="precision must be"):
+        smollm2.SmolSettings(precision="fp16")
+
+
+def test_follow_up_scripts_keep_the_first_runs_recorded_settings(tmp_path):
+    """scripts/smollm2_common.sh: the --set flags a follow-up run (longer, precision) takes from settings.json."""
+    import json
+    import subprocess
+    import sys
+
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"seed": 1, "learning_rate": 0.0003, "rl_temperature": None, "invalid_reward": 0.0, "threads": 1}))
+    common = Path(__file__).resolve().parents[1] / "scripts" / "smollm2_common.sh"
+    done = subprocess.run(["bash", "-c", f'source "{common}"; recorded_sets "{settings}" seed learning_rate rl_temperature invalid_reward'],
+                          capture_output=True, text=True, env={"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["--set", "seed=1", "--set", "learning_rate=0.0003", "--set", "invalid_reward=0.0"]

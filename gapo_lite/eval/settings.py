@@ -14,6 +14,7 @@ class SampleSettings:
     batch_size: int = 64
     seed: int = 0
     progress: bool = True
+    precision: str = "auto"  # CPU only: "auto" (bf16 autocast where the CPU has native bf16), "bf16" or "fp32"
 
     def __post_init__(self) -> None:
         if self.n < 1:
@@ -40,4 +41,5 @@ def sample(model, tokenizer, prompts, settings: SampleSettings, *, n: int | None
         batch_size=settings.batch_size,
         seed=settings.seed + seed_offset,
         progress=settings.progress,
+        precision=settings.precision,
     )

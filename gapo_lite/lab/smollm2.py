@@ -51,6 +51,11 @@ class SmolSettings:
     open_tokens: int = 12
     seed: int = 0
     threads: int = 2
+    precision: str = "auto"  # RL and sampling on the CPU: "auto" (bf16 autocast where native), "bf16", "fp32"; the warm-up runs in fp32
+
+    def __post_init__(self) -> None:
+        if self.precision not in ("auto", "bf16", "fp32"):
+            raise ValueError(f"precision must be 'auto', 'bf16' or 'fp32', got {self.precision!r}")
 
     @classmethod
     def quick(cls) -> "SmolSettings":
@@ -70,7 +75,8 @@ def own_valid_answers(model: Any, tokenizer: Any, s: SmolSettings) -> tuple[list
     from gapo_lite.eval.settings import SampleSettings, sample
 
     rows = build_list_dataset(s.warmup_prompts, split="train", max_items=8, seed=s.seed + 7)
-    settings = SampleSettings(n=s.warmup_samples, temperature=s.eval_temperature, max_new_tokens=s.completion_tokens, batch_size=64, seed=s.seed, progress=True)
+    settings = SampleSettings(n=s.warmup_samples, temperature=s.eval_temperature, max_new_tokens=s.completion_tokens, batch_size=64, seed=s.seed,
+                              progress=True, precision=s.precision)
     replies = sample(model, tokenizer, [r["prompt"] for r in rows], settings, seed_offset=7)
     pairs = [(r["prompt"], choice) for r, texts in zip(rows, replies) for choice in (parse_choice(t, r["items"]) for t in texts) if choice is not None]
     return pairs, len(pairs) / (len(rows) * s.warmup_samples)
@@ -96,7 +102,7 @@ def measure(model: Any, tokenizer: Any, s: SmolSettings) -> dict[str, Any]:
     from gapo_lite.eval.lists import pressure_by_prompt, run_lists
     from gapo_lite.eval.settings import SampleSettings
 
-    settings = SampleSettings(n=s.eval_samples, temperature=s.eval_temperature, max_new_tokens=s.completion_tokens, batch_size=64, seed=s.seed)
+    settings = SampleSettings(n=s.eval_samples, temperature=s.eval_temperature, max_new_tokens=s.completion_tokens, batch_size=64, seed=s.seed, precision=s.precision)
     r = run_lists(model, tokenizer, settings, num_lists=s.eval_lists)
     mean = r["pressure"]["mean"] or {}  # None when no answer was valid; the paper's reward (-1 for an invalid answer)
     trained = pressure_by_prompt(r["lists"], r["samples"], invalid_reward=s.trained_invalid_reward)["mean"] or {}
@@ -119,7 +125,7 @@ def measure(model: Any, tokenizer: Any, s: SmolSettings) -> dict[str, Any]:
     if s.open_samples > 0:
         from gapo_lite.eval.open_ended import run_open
 
-        open_settings = SampleSettings(n=s.open_samples, temperature=s.eval_temperature, max_new_tokens=s.open_tokens, batch_size=64, seed=s.seed)
+        open_settings = SampleSettings(n=s.open_samples, temperature=s.eval_temperature, max_new_tokens=s.open_tokens, batch_size=64, seed=s.seed, precision=s.precision)
         o = run_open(model, tokenizer, open_settings)
         measured["open"] = {
             "mean_unique_valid": o["mean_unique_valid"], "mean_valid_rate": o["mean_valid_rate"], "mean_unique": o["mean_unique"],
@@ -139,7 +145,7 @@ def rl_config(s: SmolSettings, start: Path, out: Path, run: RLRun):
     changed = {"invalid_reward": s.invalid_reward, "num_generations": s.num_generations, "prompts_per_step": s.prompts_per_step,
                "learning_rate": s.learning_rate, "temperature": s.rl_temperature, "lr_scheduler_type": s.rl_schedule}
     return dataclasses.replace(base, model=str(start), reward=REWARDS[run.name], max_steps=s.rl_steps, save_steps=max(1, min(25, s.rl_steps // 2)),
-                               save_total_limit=1, max_completion_length=s.completion_tokens, output_dir=str(out), seed=s.seed, data_seed=s.seed,
+                               save_total_limit=1, max_completion_length=s.completion_tokens, output_dir=str(out), seed=s.seed, data_seed=s.seed, precision=s.precision,
                                **{k: v for k, v in changed.items() if v is not None})
 
 

@@ -211,7 +211,8 @@ def slim(results: dict[str, Any]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gapo_lite.lab.smollm2_report", description=__doc__.splitlines()[0])
     parser.add_argument("results", nargs="+", type=Path, help="each seed's results.json, or its experiment folder (the stages finished so far)")
-    parser.add_argument("--plots", type=Path, help="folder for smollm2_positions.png and smollm2_curves.png")
+    parser.add_argument("--plots", type=Path, help="folder for NAME_positions.png and NAME_curves.png (NAME_longer.png with --longer)")
+    parser.add_argument("--name", default="smollm2", help="the plots' file-name prefix (default smollm2)")
     parser.add_argument("--record", type=Path, help="write the seeds' slimmed results here (a JSON list)")
     parser.add_argument("--longer", action="store_true", help="the folders continue one another's GAPO runs (scripts/smollm2_longer.sh)")
     args = parser.parse_args(argv)
@@ -222,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"== seed {seed}: GAPO continued (held-out lists, open suite)\n{format_longer_table(points)}\n")
         if args.plots:
             args.plots.mkdir(parents=True, exist_ok=True)
-            print("wrote", plot_longer(runs, args.plots / "smollm2_longer.png"))
+            print("wrote", plot_longer(runs, args.plots / f"{args.name}_longer.png"))
         if args.record:
             record = [{"seed": seed, "points": [[n, schedule, slim_measured(m)] for n, schedule, m in points]} for seed, points in runs.items()]
             args.record.write_text(json.dumps(record, indent=1))
@@ -235,8 +236,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{format_open_table(results, scores)}\n\n{format_top_answers(results, scores)}\n")
     if args.plots:
         args.plots.mkdir(parents=True, exist_ok=True)
-        print("wrote", plot_positions(all_results, args.plots / "smollm2_positions.png"), "and",
-              plot_curves([p if p.is_dir() else p.parent for p in args.results], args.plots / "smollm2_curves.png"))
+        print("wrote", plot_positions(all_results, args.plots / f"{args.name}_positions.png"), "and",
+              plot_curves([p if p.is_dir() else p.parent for p in args.results], args.plots / f"{args.name}_curves.png"))
     if args.record:
         args.record.write_text(json.dumps([slim(r) for r in all_results], indent=1))
         print("wrote", args.record)

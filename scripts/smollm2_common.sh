@@ -1,0 +1,10 @@
+# Sourced by scripts/smollm2_longer.sh and scripts/smollm2_precision.sh.
+# recorded_sets SETTINGS_JSON KEY ...: "--set key=value" for each KEY an experiment recorded (null ones left out),
+# so that a follow-up run keeps what the first one trained and measured with.
+recorded_sets() {
+  python - "$@" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+print(" ".join(f"--set {k}={s[k]}" for k in sys.argv[2:] if s.get(k) is not None))
+PY
+}
