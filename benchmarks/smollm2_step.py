@@ -73,19 +73,14 @@ MODES = (("TRL's path, fp32", False, False), ("shared prompt, fp32", True, False
 
 def alternate(trainer, modes, mode: list[str]):
     """A callback that cycles through ``modes`` step by step: prompt sharing on or off (loss forward and
-    generation) and bf16 autocast on or off (accelerate's wrapped forward, TRL's autocast blocks, generation)."""
+    generation) and bf16 autocast on or off (accelerate's wrapped forward and TRL's autocast blocks: the loss;
+    generation runs in fp32 either way, as TRL runs it)."""
     from accelerate.utils import AutocastKwargs
     from transformers import TrainerCallback
 
-    from gapo_lite.training.shared_prompt import share_prompts_in_generation
-
     model = trainer.model
+    shared_generate = model.generate  # build_trainer shares prompts in generation (transformers backend)
     plain_generate = type(model).generate.__get__(model)
-    generates = {}
-    for cpu_bf16 in (False, True):
-        model.generate = plain_generate
-        share_prompts_in_generation(model, cpu_bf16=cpu_bf16)
-        generates[cpu_bf16] = model.generate
     handlers = {True: trainer.accelerator.autocast_handler, False: AutocastKwargs(enabled=False)}
     forwards: dict[bool, object] = {}
 
@@ -96,7 +91,7 @@ def alternate(trainer, modes, mode: list[str]):
             name, shared, bf16 = modes[state.global_step % len(modes)]
             mode[0] = name
             trainer.gapo_share_prompts = shared
-            model.generate = generates[bf16] if shared else plain_generate
+            model.generate = shared_generate if shared else plain_generate
             model.forward = forwards[bf16]
             trainer.accelerator.autocast_handler = handlers[bf16]
 

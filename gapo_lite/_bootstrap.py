@@ -34,8 +34,8 @@ def cuda_available() -> bool:
 
 
 def cpu_bf16_native() -> bool:
-    """True when this CPU computes bf16 matrix products in hardware (AVX512-BF16 or AMX), where
-    ``torch.autocast("cpu", dtype=torch.bfloat16)`` is faster than fp32; elsewhere bf16 is emulated and slower."""
+    """True when this CPU computes bf16 matrix products in hardware (AVX512-BF16 or AMX); elsewhere bf16 is
+    emulated and several times slower than fp32."""
     import torch
 
     cpu = getattr(torch, "cpu", None)
@@ -47,19 +47,23 @@ PRECISION_ENV = "GAPO_LITE_CPU_PRECISION"
 
 
 def cpu_precision(requested: str = "auto") -> str:
-    """The CPU's compute precision: ``"bf16"`` (autocast, weights kept in fp32) where the CPU has native bf16,
-    else ``"fp32"``. ``requested`` (or ``$GAPO_LITE_CPU_PRECISION`` when ``"auto"``) forces one: ``"fp32"``
-    reproduces a full-precision run; ``"bf16"`` on a CPU without it is refused (it would be several times slower)."""
+    """The CPU's compute precision: ``"fp32"`` unless ``"bf16"`` (autocast, weights kept in fp32) is asked for,
+    by ``requested`` or by ``$GAPO_LITE_CPU_PRECISION`` when ``"auto"``; ``"bf16"`` on a CPU without native bf16
+    is refused (it would be several times slower).
+
+    "auto" is fp32 even where bf16 is native because autocast keeps bf16 copies only of weights that require
+    grad: under LoRA the frozen base weights are re-cast on every forward, and a SmolLM2 GAPO step (16 rows of
+    8 tokens after a shared prompt) measured 4.12 s in bf16 against 3.07 s in fp32 on an AMX Xeon
+    (``benchmarks/smollm2_step.py``, docs/smollm2.md). Long full-model batches may gain; measure before asking."""
     if requested == "auto":
         requested = os.environ.get(PRECISION_ENV, "auto").lower()
     if requested not in ("auto", "bf16", "fp32"):
         raise ValueError(f"CPU precision must be 'auto', 'bf16' or 'fp32', got {requested!r}")
     if requested == "fp32":
         return "fp32"
-    native = cpu_bf16_native()
-    if requested == "bf16" and not native:
+    if requested == "bf16" and not cpu_bf16_native():
         raise ValueError("precision 'bf16' asked for, but this CPU has no native bf16 (AVX512-BF16 / AMX); use 'fp32' or 'auto'")
-    return "bf16" if native else "fp32"
+    return "bf16" if requested == "bf16" else "fp32"
 
 
 def choose_backend(requested: str, cuda: bool, has_unsloth: bool) -> tuple[str, str]:

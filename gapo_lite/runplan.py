@@ -22,8 +22,8 @@ Precision: ``torch.cuda.is_bf16_supported()`` counts emulation and says True on 
 where Unsloth loads the model in fp16 and its trainer then refuses ``bf16=True``. So on the Unsloth backend
 neither ``bf16`` nor ``fp16`` is passed (Unsloth picks from the loaded model: bf16 from capability 8.0, else
 fp16); elsewhere bf16 is used only where the GPU has it natively (``is_bf16_supported(including_emulation=False)``),
-else fp16. On a CPU: bf16 autocast (weights stay fp32) only where the CPU computes bf16 natively, else fp32;
-``TrainConfig.precision`` can force either.
+else fp16. On a CPU: fp32, and bf16 autocast (weights stay fp32) when ``TrainConfig.precision="bf16"`` asks for it
+on a CPU that computes bf16 natively (:func:`gapo_lite._bootstrap.cpu_precision` says why it is not the default).
 """
 from __future__ import annotations
 

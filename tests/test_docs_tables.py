@@ -102,18 +102,22 @@ def test_every_recorded_result_is_shown_by_a_page():
     assert not orphans, orphans
 
 
-def test_smollm2_spreading_run_tables_as_printed():
+@pytest.mark.parametrize("name, settings", [
+    ("smollm2_spread.json", {"invalid_reward": 0.0, "rl_steps": 250, "num_generations": 16}),
+    ("smollm2_t07.json", {"invalid_reward": 0.0, "rl_steps": 300, "num_generations": 32, "rl_temperature": 0.7}),
+])
+def test_smollm2_spreading_run_tables_as_printed(name, settings):
     """Each seed's held-out table, open-suite table and top answers, as smollm2_report prints them."""
     from gapo_lite.lab.smollm2 import format_table as smollm2_table
     from gapo_lite.lab.smollm2_report import format_open_table, format_top_answers
 
-    recorded = json.loads((DOCS / "results" / "smollm2_spread.json").read_text())
+    recorded = json.loads((DOCS / "results" / name).read_text())
     assert [r["settings"]["seed"] for r in recorded] == [0, 1]
     for r in recorded:
         assert smollm2_table(r) in page("smollm2.md")
         assert format_open_table(r) in page("smollm2.md")
         assert format_top_answers(r) in page("smollm2.md")
-        assert r["settings"]["invalid_reward"] == 0.0 and r["settings"]["rl_steps"] == 250
+        assert {k: r["settings"][k] for k in settings} == settings
 
 
 def test_smollm2_step_benchmark_as_recorded():
@@ -122,13 +126,24 @@ def test_smollm2_step_benchmark_as_recorded():
     assert recorded.startswith("GAPO step, 1 prompt x 16 completions") and recorded in page("smollm2.md")
 
 
-def test_smollm2_longer_tables_as_printed():
+@pytest.mark.parametrize("name, stage", [("smollm2_longer.json", 250), ("smollm2_t07_longer.json", 300)])
+def test_smollm2_longer_tables_as_printed(name, stage):
     """The continued GAPO runs' tables (one per seed), as ``smollm2_report --longer`` prints them."""
     from gapo_lite.lab.smollm2_report import format_longer_table
 
-    recorded = json.loads((DOCS / "results" / "smollm2_longer.json").read_text())
+    recorded = json.loads((DOCS / "results" / name).read_text())
     assert [r["seed"] for r in recorded] == [0, 1]
     for r in recorded:
         steps = [n for n, _, _ in r["points"]]
-        assert steps[0] == 0 and steps == sorted(steps) and 250 in steps
+        assert steps[0] == 0 and steps == sorted(steps) and stage in steps
         assert format_longer_table([tuple(point) for point in r["points"]]) in page("smollm2.md")
+
+def test_readme_smollm2_rows_follow_the_recorded_run():
+    """The README's SmolLM2 table quotes docs/results/smollm2_t07.json: held-out JSD, valid, open Unique@100."""
+    recorded = json.loads((DOCS / "results" / "smollm2_t07.json").read_text())
+    for r in recorded:
+        start, gapo, base = r["before"], r["gapo"], r["grpo_baseline"]
+        jsd = f"{start['heldout_jsd']:.3f} -> **{gapo['heldout_jsd']:.3f}** / {base['heldout_jsd']:.3f}"
+        unique = f"{start['open']['mean_unique_valid']:.1f} -> {gapo['open']['mean_unique_valid']:.1f} / {base['open']['mean_unique_valid']:.1f}"
+        row = f"| {r['settings']['seed']} | {jsd} | {gapo['heldout_valid_rate']:.3f} | {unique} ("
+        assert row in README, row

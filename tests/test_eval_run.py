@@ -234,3 +234,17 @@ def test_bad_input_is_named(tiny, tmp_path):
         evaluate(str(tiny["model"]), suites=("poetry",), out_dir=tmp_path)
     with pytest.raises(FileNotFoundError, match="does not exist"):
         evaluate(str(tmp_path / "missing"), suites=("lists",), out_dir=tmp_path / "o", n=2)
+
+
+def test_precision_reaches_the_sampling_settings_and_bad_values_are_refused(tiny, monkeypatch):
+    """--precision: fp32 forces full-precision sampling; bf16 on a CPU without native bf16 is refused before any load."""
+    from gapo_lite import _bootstrap
+    from gapo_lite.eval.runner import EvalOptions, plan_evaluation
+
+    plan = plan_evaluation(str(tiny["model"]), options=EvalOptions(suites=("lists", "open"), precision="fp32"))
+    assert {s.precision for s in plan.settings.values()} == {"fp32"}
+    with pytest.raises(ValueError, match="precision must be"):
+        plan_evaluation(str(tiny["model"]), options=EvalOptions(suites=("lists",), precision="fp16"))
+    monkeypatch.setattr(_bootstrap, "cpu_bf16_native", lambda: False)
+    with pytest.raises(ValueError, match="no native bf16"):
+        plan_evaluation(str(tiny["model"]), options=EvalOptions(suites=("lists",), precision="bf16"))

@@ -199,3 +199,19 @@ def test_follow_up_scripts_keep_the_first_runs_recorded_settings(tmp_path):
                           capture_output=True, text=True, env={"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["--set", "seed=1", "--set", "learning_rate=0.0003", "--set", "invalid_reward=0.0"]
+
+
+def test_heldout_jsd_standard_error_is_zero_for_a_fixed_answer_and_shrinks_with_more_samples():
+    """smollm2_report.heldout_jsd_se bootstraps each list's samples: no spread when every answer is the same."""
+    import random
+
+    from gapo_lite.eval.lists import make_eval_lists
+    from gapo_lite.lab.smollm2_report import heldout_jsd_se
+
+    lists = make_eval_lists(10, 8, 4, 3, split="heldout")
+    same = {"heldout_choices": [lst.items[0] for lst in lists for _ in range(20)]}
+    assert heldout_jsd_se(same, seed=3, resamples=20) == 0.0
+    rng = random.Random(1)
+    few = {"heldout_choices": [rng.choice(lst.items[:3]) for lst in lists for _ in range(20)]}
+    many = {"heldout_choices": [rng.choice(lst.items[:3]) for lst in lists for _ in range(500)]}
+    assert 0 < heldout_jsd_se(many, seed=3, resamples=50) < heldout_jsd_se(few, seed=3, resamples=50)

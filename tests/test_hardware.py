@@ -79,7 +79,7 @@ def test_load_dtype_on_a_t4_is_fp16(fake_gpu):
 
 
 def test_cpu_precision_follows_the_config_and_the_cpu(monkeypatch):
-    """On a CPU: fp32 unless the CPU has native bf16 (then bf16 autocast over fp32 weights); the config can force fp32."""
+    """On a CPU: fp32; bf16 autocast over fp32 weights when the config asks for it and the CPU has native bf16."""
     import gapo_lite._bootstrap as bootstrap
 
     monkeypatch.delenv("GAPO_LITE_CPU_PRECISION", raising=False)
@@ -89,8 +89,9 @@ def test_cpu_precision_follows_the_config_and_the_cpu(monkeypatch):
     with pytest.raises(ValueError, match="native bf16"):
         resolve_hardware(cfg(precision="bf16"))
     monkeypatch.setattr(bootstrap, "cpu_bf16_native", lambda: True)
-    hw = resolve_hardware(cfg())
-    kwargs = grpo_kwargs(cfg(), hw, 8)
+    assert resolve_hardware(cfg()).precision == "fp32"
+    hw = resolve_hardware(cfg(precision="bf16"))
+    kwargs = grpo_kwargs(cfg(precision="bf16"), hw, 8)
     assert hw.precision == "bf16" and kwargs["bf16"] is True and kwargs["use_cpu"] is True  # transformers autocasts on CPU
     assert hw.torch_dtype == torch.float32 and "bf16 autocast" in hw.describe()
     assert resolve_hardware(cfg(precision="fp32")).precision == "fp32"

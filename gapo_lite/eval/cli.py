@@ -65,6 +65,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", choices=("auto", "unsloth", "transformers"), default="transformers")
     parser.add_argument("--load-in-4bit", action="store_true", help="load the model in 4-bit (CUDA only)")
     parser.add_argument("--no-progress", action="store_true", help="hide the sampling progress bars")
+    parser.add_argument("--precision", choices=("auto", "bf16", "fp32"), default="auto",
+                        help="sampling on a CPU: auto = fp32; bf16 = autocast, only where the CPU has native bf16 (AVX512-BF16 / AMX)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -85,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
         bench_chat_template=args.bench_chat_template, allow_code_exec=args.allow_code_exec,
         fold_plurals=args.fold_plurals, num_lists=args.num_lists, list_size=args.list_size, num_orders=args.num_orders,
         backend=args.backend, load_in_4bit=args.load_in_4bit, progress=not args.no_progress,
+        precision=args.precision,
     )
     for row in results["comparison"]["rows"]:
         values = "  ".join(f"{label}={row.get(label)!s:.8}" for label in results["comparison"]["labels"])

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from gapo_lite._bootstrap import cpu_precision, cuda_available
 from gapo_lite.errors import UserError, UserFileNotFoundError
 from gapo_lite.eval.bench import BenchItem
 from gapo_lite.eval.settings import SampleSettings
@@ -157,6 +158,7 @@ class EvalOptions:
     load_in_4bit: bool = False
     embed: Any = None
     progress: bool = True
+    precision: str = "auto"  # sampling on a CPU: "auto" (fp32), "bf16" (autocast, native bf16 only), "fp32"
 
 
 @dataclass
@@ -198,11 +200,18 @@ def plan_evaluation(model: str, adapter: str | None = None, compare: str | None 
         raise UserError(f"n must be >= 1, got {o.n}")
     if o.sweep and o.sweep_n < 1:
         raise UserError(f"sweep_n must be >= 1, got {o.sweep_n}")
+    if o.precision not in ("auto", "bf16", "fp32"):
+        raise UserError(f"precision must be 'auto', 'bf16' or 'fp32', got {o.precision!r}")
+    if o.precision == "bf16" and not cuda_available():
+        try:
+            cpu_precision("bf16")
+        except ValueError as error:
+            raise UserError(str(error)) from None
     plan = EvalPlan(str(model), adapter, compare, o, plan_variants(model, adapter, compare), suites, Path(o.out_dir))
 
     def sample_settings(n: int, suite: str) -> SampleSettings:
         return SampleSettings(n=n, temperature=o.temperature, max_new_tokens=o.max_new_tokens or DEFAULT_MAX_NEW_TOKENS[suite],
-                              batch_size=o.batch_size, seed=o.seed, progress=o.progress)
+                              batch_size=o.batch_size, seed=o.seed, progress=o.progress, precision=o.precision)
 
     plan.settings = {s: sample_settings(o.n or DEFAULT_N[s], s) for s in suites if s != "bench"}
     plan.sweep_settings = sample_settings(o.sweep_n, "open") if o.sweep else None

@@ -51,7 +51,7 @@ class SmolSettings:
     open_tokens: int = 12
     seed: int = 0
     threads: int = 2
-    precision: str = "auto"  # RL and sampling on the CPU: "auto" (bf16 autocast where native), "bf16", "fp32"; the warm-up runs in fp32
+    precision: str = "auto"  # RL and sampling on the CPU: "auto" (fp32; see _bootstrap.cpu_precision), "bf16", "fp32"; the warm-up runs in fp32
 
     def __post_init__(self) -> None:
         if self.precision not in ("auto", "bf16", "fp32"):

@@ -198,6 +198,28 @@ def plot_longer(runs: dict[int, list[Point]], path: Path) -> Path:
     return _two_panels(fig, path, ("held-out JSD to uniform", "dominant share per prompt"), "GAPO steps (1 prompt x 16)", fontsize=8)
 
 
+def heldout_jsd_se(measured: dict[str, Any], seed: int, num_lists: int = 10, resamples: int = 200) -> float:
+    """The sampling noise of a recorded held-out JSD: the standard deviation of the mean JSD over ``resamples``
+    bootstrap draws of each list's samples (with replacement; the lists are the suite's, rebuilt from ``seed``)."""
+    import random
+    import statistics
+
+    from gapo_lite.eval.lists import make_eval_lists
+    from gapo_lite.metrics import jsd_to_uniform
+
+    lists = make_eval_lists(num_lists, 8, 4, seed, split="heldout")
+    choices = measured["heldout_choices"]
+    n = len(choices) // num_lists
+    per_list = [choices[i * n:(i + 1) * n] for i in range(num_lists)]
+    rng = random.Random(0)
+
+    def mean_jsd(groups: list[list[Any]]) -> float:
+        values = [v for v in (jsd_to_uniform(g, lst.items) for g, lst in zip(groups, lists)) if v == v]  # NaN: no valid answer
+        return sum(values) / len(values)
+
+    return statistics.stdev(mean_jsd([[rng.choice(g) for _ in g] for g in per_list]) for _ in range(resamples))
+
+
 def slim_measured(measured: dict[str, Any]) -> dict[str, Any]:
     """What the docs keep of one model's measurement: everything but the held-out choices per sample."""
     return {k: v for k, v in measured.items() if k != "heldout_choices"}
@@ -220,7 +242,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.longer:
         runs = longer_runs(all_results)
         for seed, points in runs.items():
-            print(f"== seed {seed}: GAPO continued (held-out lists, open suite)\n{format_longer_table(points)}\n")
+            print(f"== seed {seed}: GAPO continued (held-out lists, open suite)\n{format_longer_table(points)}")
+            noise = ", ".join(f"{column(n, schedule)} {heldout_jsd_se(m, seed):.3f}" for n, schedule, m in points if "heldout_choices" in m)
+            print(f"held-out JSD, bootstrap standard error (200 resamples of each list's samples): {noise}\n")
         if args.plots:
             args.plots.mkdir(parents=True, exist_ok=True)
             print("wrote", plot_longer(runs, args.plots / f"{args.name}_longer.png"))
@@ -230,10 +254,14 @@ def main(argv: list[str] | None = None) -> int:
             print("wrote", args.record)
         return 0
     for path, results in zip(args.results, all_results):
-        scores = open_scores(results)
         status = "" if results["complete"] else ", runs not all finished"
-        print(f"== seed {results['settings']['seed']} ({path}{status})\n{format_table(results)}\n")
-        print(f"{format_open_table(results, scores)}\n\n{format_top_answers(results, scores)}\n")
+        print(f"== seed {results['settings']['seed']} ({path}{status})\n{format_table(results)}")
+        seed = results["settings"]["seed"]
+        noise = ", ".join(f"{LABELS[n]} {heldout_jsd_se(results[n], seed):.3f}" for n in models(results) if "heldout_choices" in results[n])
+        print(f"held-out JSD, bootstrap standard error (200 resamples of each list's samples): {noise}\n")
+        if all("open" in results[n] for n in models(results)):  # a run measured without the open suite has no replies to re-score
+            scores = open_scores(results)
+            print(f"{format_open_table(results, scores)}\n\n{format_top_answers(results, scores)}\n")
     if args.plots:
         args.plots.mkdir(parents=True, exist_ok=True)
         print("wrote", plot_positions(all_results, args.plots / f"{args.name}_positions.png"), "and",

@@ -68,22 +68,17 @@ class SharedPromptMixin:
         return torch.cat([first, tail.logits], dim=1)
 
 
-def share_prompts_in_generation(model: Any, *, cpu_bf16: bool = False) -> None:
+def share_prompts_in_generation(model: Any) -> None:
     """Make ``model.generate`` prefill each distinct prompt of a batch once (plain text inputs; else as before).
 
-    ``cpu_bf16``: generate under ``torch.autocast("cpu", dtype=torch.bfloat16)``. TRL autocasts only its
-    log-prob forwards; generation goes through the PEFT model's base model, whose forward accelerate does not
-    wrap, so on a CPU it would decode in fp32 while the loss runs in bf16.
-    """
-    import contextlib
-
+    Generation stays outside bf16 autocast, as in TRL: under LoRA the base weights are frozen, and autocast
+    caches its bf16 copies only of tensors that require grad, so every decoded token would re-cast every
+    weight (measured slower than fp32 on a SmolLM2 step, ``benchmarks/smollm2_step.py``)."""
     original = model.generate
 
     def generate(input_ids=None, attention_mask=None, **kwargs):
-        context = torch.autocast("cpu", dtype=torch.bfloat16) if cpu_bf16 else contextlib.nullcontext()
-        with context:
-            if input_ids is None or attention_mask is None or set(kwargs) - {"generation_config", "disable_compile"}:
-                return original(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
-            return generate_shared_prefix(model, input_ids, attention_mask, generate=original, **kwargs)
+        if input_ids is None or attention_mask is None or set(kwargs) - {"generation_config", "disable_compile"}:
+            return original(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
+        return generate_shared_prefix(model, input_ids, attention_mask, generate=original, **kwargs)
 
     model.generate = generate

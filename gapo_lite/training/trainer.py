@@ -156,7 +156,7 @@ def build_trainer(
     if trainer.gapo_share_prompts:
         from gapo_lite.training.shared_prompt import share_prompts_in_generation
 
-        share_prompts_in_generation(trainer.model, cpu_bf16=not hardware.cuda and hardware.precision == "bf16")
+        share_prompts_in_generation(trainer.model)
     print(
         f"gapo-lite: {config.prompts_per_step} prompts x {config.num_generations} completions per step, "
         f"{chunk_size} completions per forward/backward pass ({args.gradient_accumulation_steps} passes per step)"
