@@ -44,6 +44,7 @@ def cpu_bf16_native() -> bool:
 
 
 PRECISION_ENV = "GAPO_LITE_CPU_PRECISION"
+REQUESTED_PRECISIONS = ("auto", "bf16", "fp32")  # what a user may ask for, on a GPU or a CPU
 
 
 def cpu_precision(requested: str = "auto") -> str:
@@ -57,7 +58,7 @@ def cpu_precision(requested: str = "auto") -> str:
     (``benchmarks/smollm2_step.py``, docs/smollm2.md). Long full-model batches may gain; measure before asking."""
     if requested == "auto":
         requested = os.environ.get(PRECISION_ENV, "auto").lower()
-    if requested not in ("auto", "bf16", "fp32"):
+    if requested not in REQUESTED_PRECISIONS:
         raise ValueError(f"CPU precision must be 'auto', 'bf16' or 'fp32', got {requested!r}")
     if requested == "fp32":
         return "fp32"

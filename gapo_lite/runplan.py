@@ -32,10 +32,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from gapo_lite import batching
-from gapo_lite._bootstrap import choose_backend, cpu_precision, cuda_available, import_backend, unsloth_installed
+from gapo_lite._bootstrap import REQUESTED_PRECISIONS, choose_backend, cpu_precision, cuda_available, import_backend, unsloth_installed
 
 PRECISIONS = ("unsloth", "bf16", "fp16", "fp32")
-REQUESTED_PRECISIONS = ("auto", "bf16", "fp32")
 EIGHT_BIT_OPTIMIZERS = ("adamw_8bit", "adamw_bnb_8bit", "paged_adamw_8bit", "adamw_torch_8bit")
 
 

@@ -1,4 +1,9 @@
 # Sourced by scripts/smollm2_longer.sh and scripts/smollm2_precision.sh.
+# recorded_value SETTINGS_JSON KEY: one recorded setting's value.
+recorded_value() {
+  python -c "import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"
+}
+
 # recorded_sets SETTINGS_JSON KEY ...: "--set key=value" for each KEY an experiment recorded (null ones left out),
 # so that a follow-up run keeps what the first one trained and measured with.
 recorded_sets() {

@@ -24,7 +24,7 @@ if [ ! -f "$prev/stages/gapo.json" ]; then
   echo "smollm2_longer: $prev holds no finished GAPO run to continue; run the spreading experiment first (docs/smollm2.md)" >&2
   exit 2
 fi
-prev_steps=$(python -c "import json,sys; print(json.load(open(sys.argv[1]))['rl_steps'])" "$prev/stages/settings.json")
+prev_steps=$(recorded_value "$prev/stages/settings.json" rl_steps)
 # The first run's settings (what was trained and measured), but the seed, the steps, the schedule and the runs.
 sets=$(recorded_sets "$prev/stages/settings.json" warmup_steps invalid_reward num_generations prompts_per_step learning_rate rl_temperature open_samples)
 prefix=${PREFIX:-runs/smollm2_more_s$seed}

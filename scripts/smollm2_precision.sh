@@ -1,6 +1,7 @@
 #!/bin/bash
 # The same short GAPO run in fp32 and under bf16 autocast, from one finished experiment's start, to check that
-# bf16 (what the kit picks on a CPU with native bf16) moves the held-out figures only within the run's noise:
+# bf16 (asked for with precision=bf16 where the CPU has native bf16; the kit's default is fp32) moves the held-out
+# figures only within the run's noise:
 # a third run, bf16 with the next seed (other RL samples and prompts, same start), shows how large that noise is.
 #
 #   bash scripts/smollm2_precision.sh runs/smollm2_t07_s0 [STEPS]            # default 40 steps; lists suite only
@@ -15,7 +16,7 @@ if [ ! -f "$from/stages/start.json" ]; then
   echo "smollm2_precision: $from holds no measured start; run the experiment first (docs/smollm2.md)" >&2
   exit 2
 fi
-seed=$(python -c "import json,sys; print(json.load(open(sys.argv[1]))['seed'])" "$from/stages/settings.json")
+seed=$(recorded_value "$from/stages/settings.json" seed)
 sets=$(recorded_sets "$from/stages/settings.json" warmup_steps invalid_reward num_generations prompts_per_step learning_rate rl_temperature)
 for run in "fp32 $seed" "bf16 $seed" "bf16 $((seed + 1))"; do
   read -r precision s <<< "$run"

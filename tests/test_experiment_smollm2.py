@@ -141,24 +141,19 @@ def test_longer_runs_order_each_seeds_stages_and_refuse_mixed_starts():
         longer_runs([folder(0, 250, 0.31, 0.27), folder(0, 500, 0.29, 0.25)])
 
 
-def test_longer_script_needs_a_seed_and_a_finished_first_run(tmp_path):
+@pytest.mark.parametrize("script, args, message", [
+    ("smollm2_longer.sh", [], "usage: bash scripts/smollm2_longer.sh SEED"),
+    ("smollm2_longer.sh", ["7"], "runs/smollm2_spread_s7"),
+    ("smollm2_precision.sh", [], "usage: bash scripts/smollm2_precision.sh EXPERIMENT_FOLDER"),
+    ("smollm2_precision.sh", ["runs/nothing"], "runs/nothing holds no measured start"),
+])
+def test_follow_up_scripts_refuse_missing_arguments_and_runs(tmp_path, script, args, message):
+    """smollm2_longer.sh needs a seed and a finished first run; smollm2_precision.sh a folder with a measured start."""
     import subprocess
 
-    script = Path(__file__).resolve().parents[1] / "scripts" / "smollm2_longer.sh"
-    done = subprocess.run(["bash", str(script)], cwd=tmp_path, capture_output=True, text=True)
-    assert done.returncode != 0 and "usage: bash scripts/smollm2_longer.sh SEED" in done.stderr
-    done = subprocess.run(["bash", str(script), "7"], cwd=tmp_path, capture_output=True, text=True)
-    assert done.returncode != 0 and "runs/smollm2_spread_s7" in done.stderr
-
-
-def test_precision_script_needs_a_measured_start(tmp_path):
-    import subprocess
-
-    script = Path(__file__).resolve().parents[1] / "scripts" / "smollm2_precision.sh"
-    done = subprocess.run(["bash", str(script)], cwd=tmp_path, capture_output=True, text=True)
-    assert done.returncode != 0 and "usage: bash scripts/smollm2_precision.sh EXPERIMENT_FOLDER" in done.stderr
-    done = subprocess.run(["bash", str(script), "runs/nothing"], cwd=tmp_path, capture_output=True, text=True)
-    assert done.returncode != 0 and "runs/nothing holds no measured start" in done.stderr
+    path = Path(__file__).resolve().parents[1] / "scripts" / script
+    done = subprocess.run(["bash", str(path), *args], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode != 0 and message in done.stderr
     assert not (tmp_path / "runs").exists()  # refused before anything was written
 
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import argparse
 
+from gapo_lite._bootstrap import REQUESTED_PRECISIONS
+
 _SUITES = ("lists", "open", "creative", "bench")
 
 
@@ -65,7 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", choices=("auto", "unsloth", "transformers"), default="transformers")
     parser.add_argument("--load-in-4bit", action="store_true", help="load the model in 4-bit (CUDA only)")
     parser.add_argument("--no-progress", action="store_true", help="hide the sampling progress bars")
-    parser.add_argument("--precision", choices=("auto", "bf16", "fp32"), default="auto",
+    parser.add_argument("--precision", choices=REQUESTED_PRECISIONS, default="auto",
                         help="sampling on a CPU: auto = fp32; bf16 = autocast, only where the CPU has native bf16 (AVX512-BF16 / AMX)")
 
 

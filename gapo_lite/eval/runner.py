@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from gapo_lite._bootstrap import cpu_precision, cuda_available
+from gapo_lite._bootstrap import REQUESTED_PRECISIONS, cpu_precision, cuda_available
 from gapo_lite.errors import UserError, UserFileNotFoundError
 from gapo_lite.eval.bench import BenchItem
 from gapo_lite.eval.settings import SampleSettings
@@ -200,7 +200,7 @@ def plan_evaluation(model: str, adapter: str | None = None, compare: str | None 
         raise UserError(f"n must be >= 1, got {o.n}")
     if o.sweep and o.sweep_n < 1:
         raise UserError(f"sweep_n must be >= 1, got {o.sweep_n}")
-    if o.precision not in ("auto", "bf16", "fp32"):
+    if o.precision not in REQUESTED_PRECISIONS:
         raise UserError(f"precision must be 'auto', 'bf16' or 'fp32', got {o.precision!r}")
     if o.precision == "bf16" and not cuda_available():
         try:

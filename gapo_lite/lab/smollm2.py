@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gapo_lite._bootstrap import REQUESTED_PRECISIONS
 from gapo_lite.lab.runner import Experiment, RLRun, module_main, run_staged, settings_from_args, table
 
 REWARDS = {"gapo": "gapo", "grpo_baseline": "validity"}
@@ -54,7 +55,7 @@ class SmolSettings:
     precision: str = "auto"  # RL and sampling on the CPU: "auto" (fp32; see _bootstrap.cpu_precision), "bf16", "fp32"; the warm-up runs in fp32
 
     def __post_init__(self) -> None:
-        if self.precision not in ("auto", "bf16", "fp32"):
+        if self.precision not in REQUESTED_PRECISIONS:
             raise ValueError(f"precision must be 'auto', 'bf16' or 'fp32', got {self.precision!r}")
 
     @classmethod

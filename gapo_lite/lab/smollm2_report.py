@@ -198,7 +198,10 @@ def plot_longer(runs: dict[int, list[Point]], path: Path) -> Path:
     return _two_panels(fig, path, ("held-out JSD to uniform", "dominant share per prompt"), "GAPO steps (1 prompt x 16)", fontsize=8)
 
 
-def heldout_jsd_se(measured: dict[str, Any], seed: int, num_lists: int = 10, resamples: int = 200) -> float:
+RESAMPLES = 200
+
+
+def heldout_jsd_se(measured: dict[str, Any], seed: int, num_lists: int = 10, resamples: int = RESAMPLES) -> float:
     """The sampling noise of a recorded held-out JSD: the standard deviation of the mean JSD over ``resamples``
     bootstrap draws of each list's samples (with replacement; the lists are the suite's, rebuilt from ``seed``)."""
     import random
@@ -218,6 +221,12 @@ def heldout_jsd_se(measured: dict[str, Any], seed: int, num_lists: int = 10, res
         return sum(values) / len(values)
 
     return statistics.stdev(mean_jsd([[rng.choice(g) for _ in g] for g in per_list]) for _ in range(resamples))
+
+
+def format_noise(labelled: Sequence[tuple[str, dict[str, Any]]], seed: int) -> str:
+    """One line: :func:`heldout_jsd_se` of each labelled measurement that kept its held-out choices."""
+    noise = ", ".join(f"{label} {heldout_jsd_se(m, seed):.3f}" for label, m in labelled if "heldout_choices" in m)
+    return f"held-out JSD, bootstrap standard error ({RESAMPLES} resamples of each list's samples): {noise}"
 
 
 def slim_measured(measured: dict[str, Any]) -> dict[str, Any]:
@@ -243,8 +252,7 @@ def main(argv: list[str] | None = None) -> int:
         runs = longer_runs(all_results)
         for seed, points in runs.items():
             print(f"== seed {seed}: GAPO continued (held-out lists, open suite)\n{format_longer_table(points)}")
-            noise = ", ".join(f"{column(n, schedule)} {heldout_jsd_se(m, seed):.3f}" for n, schedule, m in points if "heldout_choices" in m)
-            print(f"held-out JSD, bootstrap standard error (200 resamples of each list's samples): {noise}\n")
+            print(format_noise([(column(n, schedule), m) for n, schedule, m in points], seed) + "\n")
         if args.plots:
             args.plots.mkdir(parents=True, exist_ok=True)
             print("wrote", plot_longer(runs, args.plots / f"{args.name}_longer.png"))
@@ -256,9 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     for path, results in zip(args.results, all_results):
         status = "" if results["complete"] else ", runs not all finished"
         print(f"== seed {results['settings']['seed']} ({path}{status})\n{format_table(results)}")
-        seed = results["settings"]["seed"]
-        noise = ", ".join(f"{LABELS[n]} {heldout_jsd_se(results[n], seed):.3f}" for n in models(results) if "heldout_choices" in results[n])
-        print(f"held-out JSD, bootstrap standard error (200 resamples of each list's samples): {noise}\n")
+        print(format_noise([(LABELS[n], results[n]) for n in models(results)], results["settings"]["seed"]) + "\n")
         if all("open" in results[n] for n in models(results)):  # a run measured without the open suite has no replies to re-score
             scores = open_scores(results)
             print(f"{format_open_table(results, scores)}\n\n{format_top_answers(results, scores)}\n")

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gapo_lite import batching
+from gapo_lite._bootstrap import REQUESTED_PRECISIONS
 from gapo_lite.models import LoraSettings
 
 REWARDS = ("gapo", "validity")
@@ -119,7 +120,7 @@ class TrainConfig:
             raise ValueError(f"TrainConfig.learning_rate must be > 0, got {self.learning_rate}")
         if self.temperature <= 0:
             raise ValueError(f"TrainConfig.temperature must be > 0, got {self.temperature}")
-        if self.precision not in ("auto", "bf16", "fp32"):
+        if self.precision not in REQUESTED_PRECISIONS:
             raise ValueError(f"TrainConfig.precision must be 'auto', 'bf16' or 'fp32', got {self.precision!r}")
         if self.chunk_size is not None:
             try:
