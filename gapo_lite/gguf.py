@@ -131,6 +131,10 @@ def convert_gguf(gguf_path: str | Path, out_dir: str | Path) -> Path:
         plain.save_pretrained(staging, safe_serialization=True)
         tokenizer.save_pretrained(staging)
         (staging / MARKER).write_text(json.dumps(_source_stamp(source)))
+        if is_converted(out, source):
+            # Another process (e.g. a second seed started alongside) finished first and may be reading it.
+            shutil.rmtree(staging)
+            return out
         if out.exists():
             shutil.rmtree(out)
         staging.rename(out)

@@ -105,6 +105,8 @@ def test_every_recorded_result_is_shown_by_a_page():
 @pytest.mark.parametrize("name, settings", [
     ("smollm2_spread.json", {"invalid_reward": 0.0, "rl_steps": 250, "num_generations": 16}),
     ("smollm2_t07.json", {"invalid_reward": 0.0, "rl_steps": 300, "num_generations": 32, "rl_temperature": 0.7}),
+    ("smollm2_cos.json", {"invalid_reward": 0.0, "rl_steps": 300, "num_generations": 32, "rl_temperature": 0.7,
+                          "learning_rate": 4.5e-4, "rl_schedule": "cosine", "precision": "auto"}),
 ])
 def test_smollm2_spreading_run_tables_as_printed(name, settings):
     """Each seed's held-out table, open-suite table and top answers, as smollm2_report prints them."""
@@ -118,6 +120,14 @@ def test_smollm2_spreading_run_tables_as_printed(name, settings):
         assert format_open_table(r) in page("smollm2.md")
         assert format_top_answers(r) in page("smollm2.md")
         assert {k: r["settings"][k] for k in settings} == settings
+
+
+def test_smollm2_whole_experiment_times_as_recorded():
+    """The cosine run's per-seed wall times on the SmolLM2 page are the recorded ones, each under the hour."""
+    recorded = json.loads((DOCS / "results" / "smollm2_cos.json").read_text())
+    walls = [r["wall_seconds"] for r in recorded]
+    assert all(r["complete"] for r in recorded) and max(walls) <= 3600
+    assert f"took {walls[0]:.0f} s and {walls[1]:.0f} s wall" in page("smollm2.md")
 
 
 def test_smollm2_step_benchmark_as_recorded():
@@ -147,3 +157,9 @@ def test_readme_smollm2_rows_follow_the_recorded_run():
         unique = f"{start['open']['mean_unique_valid']:.1f} -> {gapo['open']['mean_unique_valid']:.1f} / {base['open']['mean_unique_valid']:.1f}"
         row = f"| {r['settings']['seed']} | {jsd} | {gapo['heldout_valid_rate']:.3f} | {unique} ("
         assert row in README, row
+
+
+def test_readme_cosine_figures_follow_the_recorded_run():
+    recorded = json.loads((DOCS / "results" / "smollm2_cos.json").read_text())
+    jsd = " / ".join(f"{r['gapo']['heldout_jsd']:.3f}" for r in recorded)
+    assert f"A cosine learning rate spread it less ({jsd})" in README

@@ -147,6 +147,15 @@ def test_lora_finds_the_llama_projections_and_sampling_pads_without_a_pad_token(
     assert tok.pad_token == tok.eos_token == "<|im_end|>"
 
 
+def test_a_conversion_finished_by_another_process_is_kept_for_its_readers(tiny_gguf, tmp_path):
+    path, _ = tiny_gguf
+    folder = kit_gguf.gguf_checkpoint(path)  # finished, as if by a process that started alongside this one
+    kept = (folder / "model.safetensors").stat().st_ino
+    assert kit_gguf.convert_gguf(path, folder) == folder
+    assert (folder / "model.safetensors").stat().st_ino == kept  # not deleted and rewritten under a reader
+    assert not [p for p in folder.parent.iterdir() if p.name.startswith(f".{folder.name}.")]  # no staging left
+
+
 def test_a_missing_gguf_file_or_package_is_named(tmp_path, monkeypatch):
     with pytest.raises(FileNotFoundError, match="GGUF file .*nothing.gguf"):
         load_model(tmp_path / "nothing.gguf", backend="transformers", lora=None)
