@@ -18,7 +18,12 @@ def page(name: str) -> str:
     return (DOCS / name).read_text(encoding="utf-8")
 
 
-RECORDED = json.loads((DOCS / "results" / "demo_seeds.json").read_text())
+def recorded_json(name: str):
+    """A recorded result in docs/results/."""
+    return json.loads((DOCS / "results" / name).read_text())
+
+
+RECORDED = recorded_json("demo_seeds.json")
 
 
 def _demo_seeds():
@@ -67,7 +72,7 @@ def test_start_line_in_the_demo_page_is_seed0s():
 def test_regimes_page_shows_the_regime_table_as_printed():
     from gapo_lite.lab.regimes import format_table as regime_table
 
-    recorded = json.loads((DOCS / "results" / "regimes.json").read_text())
+    recorded = recorded_json("regimes.json")
     assert regime_table(recorded) in page("regimes.md")
     assert recorded["prediction_right"] == sum(r["right"] for r in recorded["rows"])
 
@@ -80,7 +85,7 @@ def test_regimes_page_shows_the_regime_table_as_printed():
 def test_smollm2_page_shows_each_table_as_printed(recorded_file, warmup_steps, rl_steps, runs):
     from gapo_lite.lab.smollm2 import format_table as smollm2_table
 
-    recorded = json.loads((DOCS / "results" / recorded_file).read_text())
+    recorded = recorded_json(recorded_file)
     assert smollm2_table(recorded) in page("smollm2.md")
     settings = recorded["settings"]  # the command the page names
     assert f"--out runs/{recorded_file[:-5]}" in page("smollm2.md")
@@ -90,7 +95,7 @@ def test_smollm2_page_shows_each_table_as_printed(recorded_file, warmup_steps, r
 @pytest.mark.parametrize(("module", "recorded_file", "doc"), [("open_ended", "open_ended.json", "open_ended.md"), ("accuracy", "accuracy.json", "accuracy.md")])
 def test_miniature_experiment_pages_show_their_tables_as_printed(module, recorded_file, doc):
     formatter = importlib.import_module(f"gapo_lite.lab.{module}").format_table
-    recorded = json.loads((DOCS / "results" / recorded_file).read_text())
+    recorded = recorded_json(recorded_file)
     assert formatter(recorded) in page(doc)
     assert recorded["command"] in page(doc)  # the page names the command that printed it
 
@@ -113,7 +118,7 @@ def test_smollm2_spreading_run_tables_as_printed(name, settings):
     from gapo_lite.lab.smollm2 import format_table as smollm2_table
     from gapo_lite.lab.smollm2_report import format_open_table, format_top_answers
 
-    recorded = json.loads((DOCS / "results" / name).read_text())
+    recorded = recorded_json(name)
     assert [r["settings"]["seed"] for r in recorded] == [0, 1]
     for r in recorded:
         assert smollm2_table(r) in page("smollm2.md")
@@ -124,7 +129,7 @@ def test_smollm2_spreading_run_tables_as_printed(name, settings):
 
 def test_smollm2_whole_experiment_times_as_recorded():
     """The cosine run's per-seed wall times on the SmolLM2 page are the recorded ones, each under the hour."""
-    recorded = json.loads((DOCS / "results" / "smollm2_cos.json").read_text())
+    recorded = recorded_json("smollm2_cos.json")
     walls = [r["wall_seconds"] for r in recorded]
     assert all(r["complete"] for r in recorded) and max(walls) <= 3600
     assert f"took {walls[0]:.0f} s and {walls[1]:.0f} s wall" in page("smollm2.md")
@@ -141,7 +146,7 @@ def test_smollm2_longer_tables_as_printed(name, stage):
     """The continued GAPO runs' tables (one per seed), as ``smollm2_report --longer`` prints them."""
     from gapo_lite.lab.smollm2_report import format_longer_table
 
-    recorded = json.loads((DOCS / "results" / name).read_text())
+    recorded = recorded_json(name)
     assert [r["seed"] for r in recorded] == [0, 1]
     for r in recorded:
         steps = [n for n, _, _ in r["points"]]
@@ -150,7 +155,7 @@ def test_smollm2_longer_tables_as_printed(name, stage):
 
 def test_readme_smollm2_rows_follow_the_recorded_run():
     """The README's SmolLM2 table quotes docs/results/smollm2_t07.json: held-out JSD, valid, open Unique@100."""
-    recorded = json.loads((DOCS / "results" / "smollm2_t07.json").read_text())
+    recorded = recorded_json("smollm2_t07.json")
     for r in recorded:
         start, gapo, base = r["before"], r["gapo"], r["grpo_baseline"]
         jsd = f"{start['heldout_jsd']:.3f} -> **{gapo['heldout_jsd']:.3f}** / {base['heldout_jsd']:.3f}"
@@ -160,10 +165,10 @@ def test_readme_smollm2_rows_follow_the_recorded_run():
 
 
 def test_readme_cosine_figures_follow_the_recorded_run():
-    recorded = json.loads((DOCS / "results" / "smollm2_cos.json").read_text())
+    recorded = recorded_json("smollm2_cos.json")
     jsd = " / ".join(f"{r['gapo']['heldout_jsd']:.3f}" for r in recorded)
     assert f"A cosine learning rate did not reach 0.15 either ({jsd})" in README
-    constant = json.loads((DOCS / "results" / "smollm2_c3.json").read_text())
+    constant = recorded_json("smollm2_c3.json")
     assert "nor the constant rate rerun\nfrom those starts (" + " / ".join(f"{r['gapo']['heldout_jsd']:.3f}" for r in constant) + ")" in README
 
 
@@ -171,8 +176,8 @@ def test_smollm2_constant_rate_from_the_cosine_starts_as_printed():
     """The constant-rate rerun's held-out tables, and that it started from the cosine run's very starts."""
     from gapo_lite.lab.smollm2 import format_table as smollm2_table
 
-    cosine = json.loads((DOCS / "results" / "smollm2_cos.json").read_text())
-    constant = json.loads((DOCS / "results" / "smollm2_c3.json").read_text())
+    cosine = recorded_json("smollm2_cos.json")
+    constant = recorded_json("smollm2_c3.json")
     for c, r in zip(cosine, constant):
         assert r["before"]["heldout_jsd"] == c["before"]["heldout_jsd"] and r["settings"]["seed"] == c["settings"]["seed"]
         assert (r["settings"]["learning_rate"], r["settings"]["rl_schedule"], r["settings"]["runs"]) == (3e-4, None, ["gapo"])
