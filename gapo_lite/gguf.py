@@ -146,8 +146,16 @@ def convert_gguf(gguf_path: str | Path, out_dir: str | Path) -> Path:
 
 def gguf_checkpoint(gguf_path: str | Path, out_dir: str | Path | None = None) -> Path:
     """The plain checkpoint folder for ``gguf_path``, converting it on first use (see :func:`default_checkpoint_dir`)."""
+    from filelock import FileLock
+
     folder = Path(out_dir) if out_dir is not None else default_checkpoint_dir(gguf_path)
     if is_converted(folder, gguf_path):
         logger.info("gapo-lite: reusing the converted checkpoint %s", folder)
         return folder
-    return convert_gguf(gguf_path, folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    # Two processes started together (e.g. two seeds) would both convert and the second rename would replace
+    # the folder under the first one's reader: the lock makes the second wait and reuse the first's folder.
+    with FileLock(str(folder.parent / f".{folder.name}-lock")):
+        if is_converted(folder, gguf_path):
+            return folder
+        return convert_gguf(gguf_path, folder)

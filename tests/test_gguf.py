@@ -156,6 +156,31 @@ def test_a_conversion_finished_by_another_process_is_kept_for_its_readers(tiny_g
     assert not [p for p in folder.parent.iterdir() if p.name.startswith(f".{folder.name}.")]  # no staging left
 
 
+def test_two_loaders_started_together_convert_once(tiny_gguf, tmp_path, monkeypatch):
+    """Two seeds launched at once: the second waits for the first's conversion and reuses its folder."""
+    import threading
+    import time
+
+    path, _ = tiny_gguf
+    folder = tmp_path / "together.hf"
+    calls, real = [], kit_gguf.convert_gguf
+
+    def slow_convert(source, out):
+        calls.append(out)
+        time.sleep(0.5)  # widen the window in which both would otherwise find no folder
+        return real(source, out)
+
+    monkeypatch.setattr(kit_gguf, "convert_gguf", slow_convert)
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(kit_gguf.gguf_checkpoint(path, folder))) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [folder, folder] and len(calls) == 1
+    assert kit_gguf.is_converted(folder, path)
+
+
 def test_a_missing_gguf_file_or_package_is_named(tmp_path, monkeypatch):
     with pytest.raises(FileNotFoundError, match="GGUF file .*nothing.gguf"):
         load_model(tmp_path / "nothing.gguf", backend="transformers", lora=None)
