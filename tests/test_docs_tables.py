@@ -141,7 +141,7 @@ def test_smollm2_step_benchmark_as_recorded():
     assert recorded.startswith("GAPO step, 1 prompt x 16 completions") and recorded in page("smollm2.md")
 
 
-@pytest.mark.parametrize("name, stage", [("smollm2_longer.json", 250), ("smollm2_t07_longer.json", 300)])
+@pytest.mark.parametrize("name, stage", [("smollm2_longer.json", 250), ("smollm2_t07_longer.json", 300), ("smollm2_p2_longer.json", 300)])
 def test_smollm2_longer_tables_as_printed(name, stage):
     """The continued GAPO runs' tables (one per seed), as ``smollm2_report --longer`` prints them."""
     from gapo_lite.lab.smollm2_report import format_longer_table
@@ -170,15 +170,38 @@ def test_readme_cosine_figures_follow_the_recorded_run():
     assert f"A cosine learning rate did not reach 0.15 either ({jsd})" in README
     constant = recorded_json("smollm2_c3.json")
     assert "nor the constant rate rerun\nfrom those starts (" + " / ".join(f"{r['gapo']['heldout_jsd']:.3f}" for r in constant) + ")" in README
+    two = recorded_json("smollm2_p2.json")
+    longer = [r["points"][-1][2]["heldout_jsd"] for r in recorded_json("smollm2_p2_longer.json")]
+    assert ("Two prompts a step from the same starts\ngave " + " / ".join(f"{r['gapo']['heldout_jsd']:.3f}" for r in two)
+            + " at 300 steps and " + " / ".join(f"{x:.3f}" for x in longer) + " at 450 (baseline "
+            + " / ".join(f"{r['grpo_baseline']['heldout_jsd']:.3f}" for r in two) + " at 300)") in README
 
 
-def test_smollm2_constant_rate_from_the_cosine_starts_as_printed():
-    """The constant-rate rerun's held-out tables, and that it started from the cosine run's very starts."""
+@pytest.mark.parametrize("name, prompts_per_step, runs", [("smollm2_c3.json", 1, ["gapo"]), ("smollm2_p2.json", 2, ["gapo", "grpo_baseline"])])
+def test_smollm2_reruns_from_the_cosine_starts_as_printed(name, prompts_per_step, runs):
+    """The constant-rate reruns' held-out tables, and that they started from the cosine run's very starts."""
     from gapo_lite.lab.smollm2 import format_table as smollm2_table
 
     cosine = recorded_json("smollm2_cos.json")
-    constant = recorded_json("smollm2_c3.json")
-    for c, r in zip(cosine, constant):
+    rerun = recorded_json(name)
+    assert len(rerun) == len(cosine) == 2
+    for c, r in zip(cosine, rerun):
         assert r["before"]["heldout_jsd"] == c["before"]["heldout_jsd"] and r["settings"]["seed"] == c["settings"]["seed"]
-        assert (r["settings"]["learning_rate"], r["settings"]["rl_schedule"], r["settings"]["runs"]) == (3e-4, None, ["gapo"])
+        settings = tuple(r["settings"][k] for k in ("learning_rate", "rl_schedule", "prompts_per_step", "runs"))
+        assert settings == (3e-4, None, prompts_per_step, runs)
         assert smollm2_table(r) in page("smollm2.md")
+
+
+@pytest.mark.parametrize("name", ["smollm2_cos.json", "smollm2_c3.json", "smollm2_p2.json"])
+def test_smollm2_what_was_tried_rows_follow_the_records(name):
+    """Each fp32 run's row in the SmolLM2 page's table of what was tried quotes its record."""
+    rows = [line for line in page("smollm2.md").splitlines() if line.startswith("| 0, RL at T = 0.7 |") and line.endswith("(fp32) |")]
+    for r in recorded_json(name):
+        jsd, valid = f"| {r['before']['heldout_jsd']:.3f} -> {r['gapo']['heldout_jsd']:.3f} ", f"| {r['gapo']['heldout_valid_rate']:.3f} "
+        seed = f"seed {r['settings']['seed']} (fp32) |"
+        assert any(jsd in row and valid in row and row.endswith(seed) for row in rows), (name, jsd, valid, seed)
+
+
+def test_smollm2_two_prompt_wall_times_as_recorded():
+    walls = [r["wall_seconds"] for r in recorded_json("smollm2_p2.json")]
+    assert f"whole experiment\n  {walls[0]:.0f} / {walls[1]:.0f} s" in page("smollm2.md")
