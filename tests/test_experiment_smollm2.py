@@ -210,3 +210,12 @@ def test_heldout_jsd_standard_error_is_zero_for_a_fixed_answer_and_shrinks_with_
     few = {"heldout_choices": [rng.choice(lst.items[:3]) for lst in lists for _ in range(20)]}
     many = {"heldout_choices": [rng.choice(lst.items[:3]) for lst in lists for _ in range(500)]}
     assert 0 < heldout_jsd_se(many, seed=3, resamples=50) < heldout_jsd_se(few, seed=3, resamples=50)
+
+
+def test_the_longer_plot_names_each_experiments_step_shape():
+    """The plot's x axis says what one step was: the experiment's settings, else the recipe's."""
+    from gapo_lite.lab.smollm2_report import step_shape
+
+    assert step_shape({"prompts_per_step": 1, "num_generations": 32}) == "1 prompt x 32"
+    assert step_shape({"prompts_per_step": 2, "num_generations": 32}) == "2 prompts x 32"
+    assert step_shape({"prompts_per_step": None, "num_generations": None}) == "2 prompts x 8"  # recipes/smollm2_lists.py

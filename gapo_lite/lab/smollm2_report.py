@@ -181,7 +181,16 @@ def format_longer_table(points: list[Point]) -> str:
     return table(rows, [column(n, schedule) for n, schedule, _ in points], width=12, label_width=40)
 
 
-def plot_longer(runs: dict[int, list[Point]], path: Path) -> Path:
+def step_shape(settings: dict[str, Any]) -> str:
+    """ "P prompt(s) x G" of an experiment's RL steps: its settings, else the recipe's (what SmolSettings' None means)."""
+    from gapo_lite.training.recipes import load_recipe
+
+    recipe = load_recipe("smollm2_lists")
+    prompts = settings.get("prompts_per_step") or recipe.prompts_per_step
+    return f"{prompts} prompt{'s' if prompts > 1 else ''} x {settings.get('num_generations') or recipe.num_generations}"
+
+
+def plot_longer(runs: dict[int, list[Point]], path: Path, shape: str) -> Path:
     """Held-out JSD and dominant share over GAPO steps, one line per seed (a stage with its own schedule as a cross)."""
     from gapo_lite.eval.report import pyplot
 
@@ -195,7 +204,7 @@ def plot_longer(runs: dict[int, list[Point]], path: Path) -> Path:
             for n, schedule, m in other:
                 ax.plot([n], [m[key]], marker="x", markersize=9, linestyle="", color=line.get_color(), label=f"seed {seed}, {schedule} decay")
     left.axhline(0.15, color="grey", linestyle=":", linewidth=1, label="JSD 0.15")
-    return _two_panels(fig, path, ("held-out JSD to uniform", "dominant share per prompt"), "GAPO steps (1 prompt x 16)", fontsize=8)
+    return _two_panels(fig, path, ("held-out JSD to uniform", "dominant share per prompt"), f"GAPO steps ({shape})", fontsize=8)
 
 
 RESAMPLES = 200
@@ -255,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
             print(format_noise([(column(n, schedule), m) for n, schedule, m in points], seed) + "\n")
         if args.plots:
             args.plots.mkdir(parents=True, exist_ok=True)
-            print("wrote", plot_longer(runs, args.plots / f"{args.name}_longer.png"))
+            print("wrote", plot_longer(runs, args.plots / f"{args.name}_longer.png", step_shape(all_results[0]["settings"])))
         if args.record:
             record = [{"seed": seed, "points": [[n, schedule, slim_measured(m)] for n, schedule, m in points]} for seed, points in runs.items()]
             args.record.write_text(json.dumps(record, indent=1))
