@@ -177,10 +177,13 @@ def test_readme_cosine_figures_follow_the_recorded_run():
             + " / ".join(f"{r['grpo_baseline']['heldout_jsd']:.3f}" for r in two) + " at 300)") in README
 
 
-@pytest.mark.parametrize("name, prompts_per_step, runs", [("smollm2_c3.json", 1, ["gapo"]), ("smollm2_p2.json", 2, ["gapo", "grpo_baseline"])])
-def test_smollm2_reruns_from_the_cosine_starts_as_printed(name, prompts_per_step, runs):
-    """The constant-rate reruns' held-out tables, and that they started from the cosine run's very starts."""
+@pytest.mark.parametrize("name, prompts_per_step, runs, open_tables", [("smollm2_c3.json", 1, ["gapo"], False),
+                                                                      ("smollm2_p2.json", 2, ["gapo", "grpo_baseline"], True)])
+def test_smollm2_reruns_from_the_cosine_starts_as_printed(name, prompts_per_step, runs, open_tables):
+    """The constant-rate reruns' held-out tables (and open-suite tables where the page shows them), and that
+    they started from the cosine run's very starts."""
     from gapo_lite.lab.smollm2 import format_table as smollm2_table
+    from gapo_lite.lab.smollm2_report import format_open_table
 
     cosine = recorded_json("smollm2_cos.json")
     rerun = recorded_json(name)
@@ -190,6 +193,7 @@ def test_smollm2_reruns_from_the_cosine_starts_as_printed(name, prompts_per_step
         settings = tuple(r["settings"][k] for k in ("learning_rate", "rl_schedule", "prompts_per_step", "runs"))
         assert settings == (3e-4, None, prompts_per_step, runs)
         assert smollm2_table(r) in page("smollm2.md")
+        assert not open_tables or format_open_table(r) in page("smollm2.md")
 
 
 @pytest.mark.parametrize("name", ["smollm2_cos.json", "smollm2_c3.json", "smollm2_p2.json"])
