@@ -165,16 +165,15 @@ def test_readme_smollm2_rows_follow_the_recorded_run():
 
 
 def test_readme_cosine_figures_follow_the_recorded_run():
-    recorded = recorded_json("smollm2_cos.json")
-    jsd = " / ".join(f"{r['gapo']['heldout_jsd']:.3f}" for r in recorded)
-    assert f"A cosine learning rate did not reach 0.15 either ({jsd})" in README
-    constant = recorded_json("smollm2_c3.json")
-    assert "nor the constant rate rerun\nfrom those starts (" + " / ".join(f"{r['gapo']['heldout_jsd']:.3f}" for r in constant) + ")" in README
-    two = recorded_json("smollm2_p2.json")
-    longer = [r["points"][-1][2]["heldout_jsd"] for r in recorded_json("smollm2_p2_longer.json")]
-    assert ("Two prompts a step from the same starts\ngave " + " / ".join(f"{r['gapo']['heldout_jsd']:.3f}" for r in two)
-            + " at 300 steps and " + " / ".join(f"{x:.3f}" for x in longer) + " at 450 (baseline "
-            + " / ".join(f"{r['grpo_baseline']['heldout_jsd']:.3f}" for r in two) + " at 300)") in README
+    def seeds(measured) -> str:  # "seed 0 / seed 1", as the README quotes a held-out JSD
+        return " / ".join(f"{m['heldout_jsd']:.3f}" for m in measured)
+
+    cosine, constant, two = (recorded_json(f"smollm2_{name}.json") for name in ("cos", "c3", "p2"))
+    longer = [r["points"][-1][2] for r in recorded_json("smollm2_p2_longer.json")]
+    assert f"A cosine learning rate did not reach 0.15 either ({seeds(r['gapo'] for r in cosine)})" in README
+    assert f"nor the constant rate rerun\nfrom those starts ({seeds(r['gapo'] for r in constant)})" in README
+    assert (f"Two prompts a step from the same starts\ngave {seeds(r['gapo'] for r in two)} at 300 steps and {seeds(longer)} at 450 "
+            f"(baseline {seeds(r['grpo_baseline'] for r in two)} at 300)") in README
 
 
 @pytest.mark.parametrize("name, prompts_per_step, runs, open_tables", [("smollm2_c3.json", 1, ["gapo"], False),
