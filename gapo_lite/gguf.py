@@ -2,10 +2,10 @@
 
 transformers loads a ``.gguf`` file (``from_pretrained(folder, gguf_file=name)``, with the ``gguf``
 package) and de-quantises it to full precision, but the model keeps ``quantization_method=GGUF`` in its
-config: Trainer then refuses to train it and ``save_pretrained`` refuses to write it. :func:`convert_gguf`
+config: Trainer then refuses to train it and ``save_pretrained`` refuses to write it. :func:`gguf_checkpoint`
 builds a plain model from the same config without the quantization config, loads the de-quantised weights
 into it and saves an ordinary safetensors folder (with the tokenizer), which loads, takes LoRA and trains
-like any other. The folder is made once and reused (:func:`gguf_checkpoint`).
+like any other. The folder is made once, under a file lock, and reused.
 """
 from __future__ import annotations
 
@@ -95,10 +95,11 @@ def _require_gguf_package() -> None:
         raise ImportError("loading a .gguf file needs the `gguf` package: pip install 'gapo-lite[gguf]' (or pip install gguf)") from err
 
 
-def convert_gguf(gguf_path: str | Path, out_dir: str | Path) -> Path:
+def _convert_gguf(gguf_path: str | Path, out_dir: str | Path) -> Path:
     """De-quantise ``gguf_path`` into ``out_dir``: config.json, model.safetensors, tokenizer files and a marker.
 
     Writes into a temporary sibling folder and renames it at the end, so ``out_dir`` is either absent or complete.
+    Called only under :func:`gguf_checkpoint`'s lock, which keeps a second process from replacing the folder.
     """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -131,11 +132,7 @@ def convert_gguf(gguf_path: str | Path, out_dir: str | Path) -> Path:
         plain.save_pretrained(staging, safe_serialization=True)
         tokenizer.save_pretrained(staging)
         (staging / MARKER).write_text(json.dumps(_source_stamp(source)))
-        if is_converted(out, source):
-            # Another process (e.g. a second seed started alongside) finished first and may be reading it.
-            shutil.rmtree(staging)
-            return out
-        if out.exists():
+        if out.exists():  # an interrupted or outdated conversion
             shutil.rmtree(out)
         staging.rename(out)
     except BaseException:
@@ -158,4 +155,4 @@ def gguf_checkpoint(gguf_path: str | Path, out_dir: str | Path | None = None) ->
     with FileLock(str(folder.parent / f".{folder.name}-lock")):
         if is_converted(folder, gguf_path):
             return folder
-        return convert_gguf(gguf_path, folder)
+        return _convert_gguf(gguf_path, folder)

@@ -1,12 +1,14 @@
 #!/bin/bash
-# Continue a SmolLM2 spreading run's GAPO in stages: each stage a new experiment folder that starts from the
-# previous one's start and last GAPO checkpoint, trains to the stage's step count and measures (lists and open
-# suites). Rerunning skips finished stages; an interrupted one resumes from its checkpoint.
+# Continue a SmolLM2 spreading run's GAPO (or, with RUN=grpo_baseline, its baseline) in stages: each stage a new
+# experiment folder that starts from the previous one's start and last checkpoint of that run, trains to the
+# stage's step count and measures (lists and open suites). Rerunning skips finished stages; an interrupted one
+# resumes from its checkpoint.
 #
 #   bash scripts/smollm2_longer.sh SEED [STEPS ...]                        # default stages: 500 750 1000
 #   FROM=runs/smollm2_more_s1_750 SCHEDULE=linear bash scripts/smollm2_longer.sh 1 1000
 #   THREADS=2 ...                                                            # torch threads (default 1: two seeds side by side)
 #   FROM=runs/smollm2_t07_s0 PREFIX=runs/smollm2_t07_more_s0 bash scripts/smollm2_longer.sh 0 450
+#   RUN=grpo_baseline FROM=runs/smollm2_p2_s0 PREFIX=runs/smollm2_p2_base_s0 bash scripts/smollm2_longer.sh 0 600
 #
 # The first folder is $FROM (default runs/smollm2_spread_s$SEED, 250 steps, docs/smollm2.md), whose recorded
 # settings every stage keeps (but rl_steps and the schedule); stage N is $PREFIX_N (default
@@ -20,8 +22,9 @@ stages=("$@")
 [ ${#stages[@]} -gt 0 ] || stages=(500 750 1000)
 prev=${FROM:-runs/smollm2_spread_s$seed}
 schedule=${SCHEDULE:-}
-if [ ! -f "$prev/stages/gapo.json" ]; then
-  echo "smollm2_longer: $prev holds no finished GAPO run to continue; run the spreading experiment first (docs/smollm2.md)" >&2
+run=${RUN:-gapo}
+if [ ! -f "$prev/stages/$run.json" ]; then
+  echo "smollm2_longer: $prev holds no finished $run run to continue; run the spreading experiment first (docs/smollm2.md)" >&2
   exit 2
 fi
 prev_steps=$(recorded_value "$prev/stages/settings.json" rl_steps)
@@ -30,18 +33,18 @@ sets=$(recorded_sets "$prev/stages/settings.json" warmup_steps invalid_reward nu
 prefix=${PREFIX:-runs/smollm2_more_s$seed}
 for steps in "${stages[@]}"; do
   out=${prefix}_$steps${schedule:+_$schedule}
-  if [ ! -f "$out/stages/gapo.json" ]; then
-    mkdir -p "$out/stages" "$out/gapo"
+  if [ ! -f "$out/stages/$run.json" ]; then
+    mkdir -p "$out/stages" "$out/$run"
     [ -d "$out/pretrained" ] || cp -al "$prev/pretrained" "$out/pretrained"  # hard links: the start is only read
     cp "$prev/stages/start.json" "$out/stages/start.json"
-    if [ ! -f "$out/gapo/latest_checkpoint.txt" ]; then
-      cp -r "$prev/gapo/checkpoint-$prev_steps" "$out/gapo/"
-      cp "$prev/gapo/metrics.jsonl" "$out/gapo/metrics.jsonl"  # the training curves go on from the previous stage's
-      echo "checkpoint-$prev_steps" > "$out/gapo/latest_checkpoint.txt"
+    if [ ! -f "$out/$run/latest_checkpoint.txt" ]; then
+      cp -r "$prev/$run/checkpoint-$prev_steps" "$out/$run/"
+      cp "$prev/$run/metrics.jsonl" "$out/$run/metrics.jsonl"  # the training curves go on from the previous stage's
+      echo "checkpoint-$prev_steps" > "$out/$run/latest_checkpoint.txt"
     fi
     # shellcheck disable=SC2086
     python -m gapo_lite.lab.smollm2 --out "$out" --set seed="$seed" --set threads="${THREADS:-1}" $sets --set rl_steps="$steps" \
-      --set runs=gapo ${schedule:+--set rl_schedule=$schedule}
+      --set runs=$run ${schedule:+--set rl_schedule=$schedule}
   fi
   prev=$out
   prev_steps=$steps

@@ -141,18 +141,21 @@ def test_longer_runs_order_each_seeds_stages_and_refuse_mixed_starts():
         longer_runs([folder(0, 250, 0.31, 0.27), folder(0, 500, 0.29, 0.25)])
 
 
-@pytest.mark.parametrize("script, args, message", [
-    ("smollm2_longer.sh", [], "usage: bash scripts/smollm2_longer.sh SEED"),
-    ("smollm2_longer.sh", ["7"], "runs/smollm2_spread_s7"),
-    ("smollm2_precision.sh", [], "usage: bash scripts/smollm2_precision.sh EXPERIMENT_FOLDER"),
-    ("smollm2_precision.sh", ["runs/nothing"], "runs/nothing holds no measured start"),
+@pytest.mark.parametrize("script, args, env, message", [
+    ("smollm2_longer.sh", [], {}, "usage: bash scripts/smollm2_longer.sh SEED"),
+    ("smollm2_longer.sh", ["7"], {}, "runs/smollm2_spread_s7 holds no finished gapo run"),
+    ("smollm2_longer.sh", ["7"], {"RUN": "grpo_baseline"}, "runs/smollm2_spread_s7 holds no finished grpo_baseline run"),
+    ("smollm2_precision.sh", [], {}, "usage: bash scripts/smollm2_precision.sh EXPERIMENT_FOLDER"),
+    ("smollm2_precision.sh", ["runs/nothing"], {}, "runs/nothing holds no measured start"),
 ])
-def test_follow_up_scripts_refuse_missing_arguments_and_runs(tmp_path, script, args, message):
-    """smollm2_longer.sh needs a seed and a finished first run; smollm2_precision.sh a folder with a measured start."""
+def test_follow_up_scripts_refuse_missing_arguments_and_runs(tmp_path, script, args, env, message):
+    """smollm2_longer.sh needs a seed and a finished first run of the run it continues; smollm2_precision.sh a
+    folder with a measured start."""
+    import os
     import subprocess
 
     path = Path(__file__).resolve().parents[1] / "scripts" / script
-    done = subprocess.run(["bash", str(path), *args], cwd=tmp_path, capture_output=True, text=True)
+    done = subprocess.run(["bash", str(path), *args], cwd=tmp_path, capture_output=True, text=True, env={**os.environ, **env})
     assert done.returncode != 0 and message in done.stderr
     assert not (tmp_path / "runs").exists()  # refused before anything was written
 

@@ -122,7 +122,7 @@ def test_a_gguf_file_loads_as_the_same_model_with_the_files_special_tokens(tiny_
     def no_second_conversion(*args, **kwargs):
         raise AssertionError("the converted folder should have been reused")
 
-    monkeypatch.setattr(kit_gguf, "convert_gguf", no_second_conversion)
+    monkeypatch.setattr(kit_gguf, "_convert_gguf", no_second_conversion)
     again, _ = load_model(str(path), backend="transformers", lora=None)
     assert torch.equal(again.lm_head.weight, model.lm_head.weight)
 
@@ -147,30 +147,22 @@ def test_lora_finds_the_llama_projections_and_sampling_pads_without_a_pad_token(
     assert tok.pad_token == tok.eos_token == "<|im_end|>"
 
 
-def test_a_conversion_finished_by_another_process_is_kept_for_its_readers(tiny_gguf, tmp_path):
-    path, _ = tiny_gguf
-    folder = kit_gguf.gguf_checkpoint(path)  # finished, as if by a process that started alongside this one
-    kept = (folder / "model.safetensors").stat().st_ino
-    assert kit_gguf.convert_gguf(path, folder) == folder
-    assert (folder / "model.safetensors").stat().st_ino == kept  # not deleted and rewritten under a reader
-    assert not [p for p in folder.parent.iterdir() if p.name.startswith(f".{folder.name}.")]  # no staging left
-
-
 def test_two_loaders_started_together_convert_once(tiny_gguf, tmp_path, monkeypatch):
-    """Two seeds launched at once: the second waits for the first's conversion and reuses its folder."""
+    """Two seeds launched at once: the second waits for the first's conversion and reuses its folder, which is
+    not rewritten under the first one's reader."""
     import threading
     import time
 
     path, _ = tiny_gguf
     folder = tmp_path / "together.hf"
-    calls, real = [], kit_gguf.convert_gguf
+    calls, real = [], kit_gguf._convert_gguf
 
     def slow_convert(source, out):
         calls.append(out)
         time.sleep(0.5)  # widen the window in which both would otherwise find no folder
         return real(source, out)
 
-    monkeypatch.setattr(kit_gguf, "convert_gguf", slow_convert)
+    monkeypatch.setattr(kit_gguf, "_convert_gguf", slow_convert)
     results = []
     threads = [threading.Thread(target=lambda: results.append(kit_gguf.gguf_checkpoint(path, folder))) for _ in range(2)]
     for t in threads:
@@ -179,6 +171,9 @@ def test_two_loaders_started_together_convert_once(tiny_gguf, tmp_path, monkeypa
         t.join()
     assert results == [folder, folder] and len(calls) == 1
     assert kit_gguf.is_converted(folder, path)
+    kept = (folder / "model.safetensors").stat().st_ino
+    assert kit_gguf.gguf_checkpoint(path, folder) == folder and (folder / "model.safetensors").stat().st_ino == kept
+    assert not [p for p in folder.parent.iterdir() if p.name.startswith(f".{folder.name}.")]  # no staging left
 
 
 def test_a_missing_gguf_file_or_package_is_named(tmp_path, monkeypatch):
@@ -187,7 +182,7 @@ def test_a_missing_gguf_file_or_package_is_named(tmp_path, monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, "gguf", None)
     (tmp_path / "x.gguf").write_bytes(b"GGUF")
     with pytest.raises(ImportError, match=r"gapo-lite\[gguf\]"):
-        kit_gguf.convert_gguf(tmp_path / "x.gguf", tmp_path / "x.hf")
+        kit_gguf.gguf_checkpoint(tmp_path / "x.gguf", tmp_path / "x.hf")
 
 
 def test_lora_targets_name_the_linear_layers_when_none_match(tiny_gguf):
