@@ -9,9 +9,10 @@
 #   THREADS=2 ...                                                            # torch threads (default 1: two seeds side by side)
 #   FROM=runs/smollm2_t07_s0 PREFIX=runs/smollm2_t07_more_s0 bash scripts/smollm2_longer.sh 0 450
 #   RUN=grpo_baseline FROM=runs/smollm2_p2_s0 PREFIX=runs/smollm2_p2_base_s0 bash scripts/smollm2_longer.sh 0 600
+#   SETS="--set beta=0.04" FROM=runs/smollm2_p2_s0 PREFIX=runs/smollm2_p2_kl_s0 bash scripts/smollm2_longer.sh 0 450
 #
 # The first folder is $FROM (default runs/smollm2_spread_s$SEED, 250 steps, docs/smollm2.md), whose recorded
-# settings every stage keeps (but rl_steps and the schedule); stage N is $PREFIX_N (default
+# settings every stage keeps (but rl_steps and the schedule; SETS adds --set overrides of its own to each stage); stage N is $PREFIX_N (default
 # runs/smollm2_more_s${SEED}_N), or $PREFIX_N_$SCHEDULE with a learning-rate schedule
 # (TrainConfig.lr_scheduler_type, e.g. linear: the resumed run decays from where that schedule stands at its step).
 set -euo pipefail
@@ -29,7 +30,7 @@ if [ ! -f "$prev/stages/$run.json" ]; then
 fi
 prev_steps=$(recorded_value "$prev/stages/settings.json" rl_steps)
 # The first run's settings (what was trained and measured), but the seed, the steps, the schedule and the runs.
-sets=$(recorded_sets "$prev/stages/settings.json" warmup_steps invalid_reward num_generations prompts_per_step learning_rate rl_temperature open_samples)
+sets=$(recorded_sets "$prev/stages/settings.json" warmup_steps invalid_reward num_generations prompts_per_step learning_rate rl_temperature open_samples beta)
 prefix=${PREFIX:-runs/smollm2_more_s$seed}
 for steps in "${stages[@]}"; do
   out=${prefix}_$steps${schedule:+_$schedule}
@@ -44,7 +45,7 @@ for steps in "${stages[@]}"; do
     fi
     # shellcheck disable=SC2086
     python -m gapo_lite.lab.smollm2 --out "$out" --set seed="$seed" --set threads="${THREADS:-1}" $sets --set rl_steps="$steps" \
-      --set runs=$run ${schedule:+--set rl_schedule=$schedule}
+      --set runs=$run ${schedule:+--set rl_schedule=$schedule} ${SETS:-}
   fi
   prev=$out
   prev_steps=$steps

@@ -102,13 +102,14 @@ def test_rl_config_takes_the_settings_that_differ_from_the_recipe(tmp_path):
     from gapo_lite.training.recipes import load_recipe
 
     recipe = load_recipe("smollm2_lists")
-    s = smollm2.SmolSettings(invalid_reward=0.0, num_generations=16, prompts_per_step=1, learning_rate=4e-4, rl_temperature=0.9, precision="fp32")
+    s = smollm2.SmolSettings(invalid_reward=0.0, num_generations=16, prompts_per_step=1, learning_rate=4e-4, rl_temperature=0.9, precision="fp32",
+                             beta=0.04)
     for name in ("gapo", "grpo_baseline"):
         c = smollm2.rl_config(s, tmp_path / "start", tmp_path / name, RLRun(name, name))
-        assert (c.invalid_reward, c.num_generations, c.prompts_per_step, c.learning_rate, c.temperature) == (0.0, 16, 1, 4e-4, 0.9)
+        assert (c.invalid_reward, c.num_generations, c.prompts_per_step, c.learning_rate, c.temperature, c.beta) == (0.0, 16, 1, 4e-4, 0.9, 0.04)
         assert c.precision == "fp32"
     plain = smollm2.rl_config(smollm2.SmolSettings(), tmp_path / "start", tmp_path / "p", RLRun("gapo", "GAPO"))
-    assert (plain.invalid_reward, plain.num_generations, plain.learning_rate) == (recipe.invalid_reward, recipe.num_generations, recipe.learning_rate)
+    assert (plain.invalid_reward, plain.num_generations, plain.learning_rate, plain.beta) == (recipe.invalid_reward, recipe.num_generations, recipe.learning_rate, 0.0)
     assert smollm2.SmolSettings().trained_invalid_reward == -1.0 and s.trained_invalid_reward == 0.0
 
 

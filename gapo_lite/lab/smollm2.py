@@ -44,6 +44,7 @@ class SmolSettings:
     learning_rate: float | None = None
     rl_temperature: float | None = None
     rl_schedule: str | None = None  # the learning-rate schedule (TrainConfig.lr_scheduler_type); a resumed run follows it from its step
+    beta: float | None = None  # KL to the start (TrainConfig.beta; the paper's and the recipe's is 0): keeps what the lists do not train
     eval_lists: int = 10
     eval_samples: int = 100
     eval_temperature: float = 0.7
@@ -144,7 +145,8 @@ def rl_config(s: SmolSettings, start: Path, out: Path, run: RLRun):
 
     base = load_recipe("smollm2_lists")
     changed = {"invalid_reward": s.invalid_reward, "num_generations": s.num_generations, "prompts_per_step": s.prompts_per_step,
-               "learning_rate": s.learning_rate, "temperature": s.rl_temperature, "lr_scheduler_type": s.rl_schedule}
+               "learning_rate": s.learning_rate, "temperature": s.rl_temperature, "lr_scheduler_type": s.rl_schedule,
+               "beta": s.beta}
     return dataclasses.replace(base, model=str(start), reward=REWARDS[run.name], max_steps=s.rl_steps, save_steps=max(1, min(25, s.rl_steps // 2)),
                                save_total_limit=1, max_completion_length=s.completion_tokens, output_dir=str(out), seed=s.seed, data_seed=s.seed, precision=s.precision,
                                **{k: v for k, v in changed.items() if v is not None})
