@@ -153,27 +153,43 @@ def test_smollm2_longer_tables_as_printed(name, stage):
         assert steps[0] == 0 and steps == sorted(steps) and stage in steps
         assert format_longer_table([tuple(point) for point in r["points"]]) in page("smollm2.md")
 
-def test_readme_smollm2_rows_follow_the_recorded_run():
-    """The README's SmolLM2 table quotes docs/results/smollm2_t07.json: held-out JSD, valid, open Unique@100."""
-    recorded = recorded_json("smollm2_t07.json")
-    for r in recorded:
-        start, gapo, base = r["before"], r["gapo"], r["grpo_baseline"]
-        jsd = f"{start['heldout_jsd']:.3f} -> **{gapo['heldout_jsd']:.3f}** / {base['heldout_jsd']:.3f}"
-        unique = f"{start['open']['mean_unique_valid']:.1f} -> {gapo['open']['mean_unique_valid']:.1f} / {base['open']['mean_unique_valid']:.1f}"
-        row = f"| {r['settings']['seed']} | {jsd} | {gapo['heldout_valid_rate']:.3f} | {unique} ("
+def test_readme_smollm2_rows_follow_the_recorded_runs():
+    """The README's SmolLM2 table quotes GAPO's 600-step points (smollm2_p2_longer.json) and the baseline at
+    600 steps (smollm2_p2_base.json): held-out JSD and valid, open Unique@100 and valid rate."""
+    longer = {r["seed"]: r["points"] for r in recorded_json("smollm2_p2_longer.json")}
+    for r in recorded_json("smollm2_p2_base.json"):
+        seed, base = r["settings"]["seed"], r["grpo_baseline"]
+        start, gapo = longer[seed][0][2], next(m for n, _, m in longer[seed] if n == 600)
+        row = (f"| {seed} | {start['heldout_jsd']:.3f} -> **{gapo['heldout_jsd']:.3f}** / {base['heldout_jsd']:.3f} "
+               f"| {gapo['heldout_valid_rate']:.3f} / {base['heldout_valid_rate']:.3f} "
+               f"| {start['open']['mean_unique_valid']:.1f} -> {gapo['open']['mean_unique_valid']:.1f} / {base['open']['mean_unique_valid']:.1f} "
+               f"| {start['open']['mean_valid_rate']:.3f} -> {gapo['open']['mean_valid_rate']:.3f} / {base['open']['mean_valid_rate']:.3f} |")
         assert row in README, row
 
 
-def test_readme_cosine_figures_follow_the_recorded_run():
+def test_readme_runs_table_follows_the_records():
+    """The README's table of GAPO runs: each cell is seed 0 / seed 1's held-out JSD from that run's record."""
     def seeds(measured) -> str:  # "seed 0 / seed 1", as the README quotes a held-out JSD
         return " / ".join(f"{m['heldout_jsd']:.3f}" for m in measured)
 
-    cosine, constant, two = (recorded_json(f"smollm2_{name}.json") for name in ("cos", "c3", "p2"))
-    longer = [r["points"][-1][2] for r in recorded_json("smollm2_p2_longer.json")]
-    assert f"A cosine learning rate did not reach 0.15 either ({seeds(r['gapo'] for r in cosine)})" in README
-    assert f"nor the constant rate rerun\nfrom those starts ({seeds(r['gapo'] for r in constant)})" in README
-    assert (f"Two prompts a step from the same starts\ngave {seeds(r['gapo'] for r in two)} at 300 steps and {seeds(longer)} at 450 "
-            f"(baseline {seeds(r['grpo_baseline'] for r in two)} at 300)") in README
+    def at(name: str, steps: int) -> str:
+        return seeds(next(m for n, _, m in r["points"] if n == steps) for r in recorded_json(name))
+
+    rows = {
+        "1 prompt a step, lr 3e-4, bf16": [seeds(r["gapo"] for r in recorded_json("smollm2_t07.json")), at("smollm2_t07_longer.json", 450), "not run"],
+        "1 prompt a step, lr 4.5e-4 cosine, fp32": [seeds(r["gapo"] for r in recorded_json("smollm2_cos.json")), "not run", "not run"],
+        "1 prompt a step, lr 3e-4, fp32, the cosine run's starts": [seeds(r["gapo"] for r in recorded_json("smollm2_c3.json")), "not run", "not run"],
+        "2 prompts a step, lr 3e-4, fp32, the same starts": [seeds(r["gapo"] for r in recorded_json("smollm2_p2.json")),
+                                                             at("smollm2_p2_longer.json", 450), at("smollm2_p2_longer.json", 600)],
+    }
+    for label, cells in rows.items():
+        row = f"| {label} | " + " | ".join(cells) + " |"
+        assert row in README, row
+    baselines = [r["grpo_baseline"]["heldout_jsd"] for name in ("smollm2_t07.json", "smollm2_cos.json", "smollm2_p2.json", "smollm2_p2_base.json")
+                 for r in recorded_json(name)]
+    seed1 = sorted(f"{b:.3f}" for b in baselines[1::2])
+    assert set(f"{b:.3f}" for b in baselines[::2]) == {"0.460"}
+    assert f"the baseline, where it ran, 0.460 / {seed1[0]}-{seed1[-1]})" in README
 
 
 @pytest.mark.parametrize("name, prompts_per_step, runs, open_tables", [("smollm2_c3.json", 1, ["gapo"], False),
@@ -208,3 +224,23 @@ def test_smollm2_what_was_tried_rows_follow_the_records(name):
 def test_smollm2_two_prompt_wall_times_as_recorded():
     walls = [r["wall_seconds"] for r in recorded_json("smollm2_p2.json")]
     assert f"whole experiment\n  {walls[0]:.0f} / {walls[1]:.0f} s" in page("smollm2.md")
+
+
+def test_smollm2_baseline_at_600_steps_as_printed():
+    """The two-prompt baseline continued to 600 steps: its tables on the page, from the same starts and with the
+    same RL settings as GAPO's 600-step points."""
+    from gapo_lite.lab.smollm2 import format_table as smollm2_table
+    from gapo_lite.lab.smollm2_report import format_open_table, format_top_answers
+
+    base = recorded_json("smollm2_p2_base.json")
+    gapo = {r["seed"]: r["points"] for r in recorded_json("smollm2_p2_longer.json")}
+    first = {r["settings"]["seed"]: r["settings"] for r in recorded_json("smollm2_p2.json")}
+    assert [r["settings"]["seed"] for r in base] == [0, 1]
+    keys = ("invalid_reward", "num_generations", "prompts_per_step", "learning_rate", "rl_temperature", "warmup_steps")
+    for r in base:
+        seed, s = r["settings"]["seed"], r["settings"]
+        assert (s["rl_steps"], s["runs"]) == (600, ["grpo_baseline"]) and 600 in [n for n, _, _ in gapo[seed]]
+        assert all(s[k] == first[seed][k] for k in keys)
+        assert r["before"]["heldout_jsd"] == gapo[seed][0][2]["heldout_jsd"]  # the same start as GAPO's
+        assert smollm2_table(r) in page("smollm2.md") and format_open_table(r) in page("smollm2.md")
+    assert format_top_answers(base[0]) in page("smollm2.md")
