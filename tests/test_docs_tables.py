@@ -244,3 +244,33 @@ def test_smollm2_baseline_at_600_steps_as_printed():
         assert r["before"]["heldout_jsd"] == gapo[seed][0][2]["heldout_jsd"]  # the same start as GAPO's
         assert smollm2_table(r) in page("smollm2.md") and format_open_table(r) in page("smollm2.md")
     assert format_top_answers(base[0]) in page("smollm2.md")
+
+
+def test_smollm2_precision_pairs_as_printed():
+    """The 40-step precision check: fp32 and bf16 on seeds 0 and 1 from one start, each table on the page, and
+    the page's same-seed differences from the record."""
+    from gapo_lite.lab.smollm2 import format_table as smollm2_table
+
+    recorded = recorded_json("smollm2_precision_c3.json")
+    runs = {(r["settings"]["precision"], r["settings"]["seed"]): r for r in recorded}
+    assert sorted(runs) == [("bf16", 0), ("bf16", 1), ("fp32", 0), ("fp32", 1)]
+    assert len({r["before"]["heldout_jsd"] for r in recorded}) == 1 and all(r["settings"]["rl_steps"] == 40 for r in recorded)
+    for r in recorded:
+        assert smollm2_table(r) in page("smollm2.md")
+    diffs = [runs["fp32", s]["gapo"]["heldout_jsd"] - runs["bf16", s]["gapo"]["heldout_jsd"] for s in (0, 1)]
+    assert f"The differences ({diffs[0]:.3f} and {diffs[1]:.3f})" in page("smollm2.md")
+
+
+def test_smollm2_kl_probe_as_printed():
+    """The KL probe: seed 0's two-prompt run continued 300 -> 450 with beta = 0.04, its table on the page and its
+    figures against the run without the term (smollm2_p2_longer.json) as the page compares them."""
+    from gapo_lite.lab.smollm2_report import format_longer_table
+
+    (kl,) = recorded_json("smollm2_p2_kl.json")
+    plain = next(r for r in recorded_json("smollm2_p2_longer.json") if r["seed"] == 0)
+    assert kl["seed"] == 0 and [n for n, _, _ in kl["points"]] == [0, 300, 450]
+    assert kl["points"][1] == next(p for p in plain["points"] if p[0] == 300)  # the shared checkpoint's measurement
+    assert format_longer_table([tuple(point) for point in kl["points"]]) in page("smollm2.md")
+    with_kl, without = kl["points"][2][2], next(m for n, _, m in plain["points"] if n == 450)
+    assert f"held-out JSD {with_kl['heldout_jsd']:.3f} against {without['heldout_jsd']:.3f} without it" in page("smollm2.md")
+    assert f"{with_kl['open']['mean_valid_rate']:.3f} ({without['open']['mean_valid_rate']:.3f} without it)" in page("smollm2.md")
