@@ -274,3 +274,10 @@ def test_smollm2_kl_probe_as_printed():
     with_kl, without = kl["points"][2][2], next(m for n, _, m in plain["points"] if n == 450)
     assert f"held-out JSD {with_kl['heldout_jsd']:.3f} against {without['heldout_jsd']:.3f} without it" in page("smollm2.md")
     assert f"{with_kl['open']['mean_valid_rate']:.3f} ({without['open']['mean_valid_rate']:.3f} without it)" in page("smollm2.md")
+
+
+def test_readme_start_variation_follows_the_records():
+    """The README's two recorded warm-ups per seed (the bf16 result run's and the cosine run's starts)."""
+    t07, cos = recorded_json("smollm2_t07.json"), recorded_json("smollm2_cos.json")
+    a, b = ([f"{r['before']['heldout_jsd']:.3f}" for r in runs] for runs in (t07, cos))
+    assert f"held-out JSD {a[0]} and {b[0]}, seed 1's {a[1]} and {b[1]}.)" in README
