@@ -12,8 +12,8 @@
 #   SETS="--set beta=0.04" FROM=runs/smollm2_p2_s0 PREFIX=runs/smollm2_p2_kl_s0 bash scripts/smollm2_longer.sh 0 450
 #
 # The first folder is $FROM (default runs/smollm2_spread_s$SEED, 250 steps, docs/smollm2.md), whose recorded
-# settings every stage keeps (but rl_steps and the schedule; SETS adds --set overrides of its own to each stage); stage N is $PREFIX_N (default
-# runs/smollm2_more_s${SEED}_N), or $PREFIX_N_$SCHEDULE with a learning-rate schedule
+# settings every stage keeps (but rl_steps and the schedule; SETS adds --set overrides of its own to each stage);
+# stage N is $PREFIX_N (default runs/smollm2_more_s${SEED}_N), or $PREFIX_N_$SCHEDULE with a learning-rate schedule
 # (TrainConfig.lr_scheduler_type, e.g. linear: the resumed run decays from where that schedule stands at its step).
 set -euo pipefail
 source "$(dirname "$0")/smollm2_common.sh"

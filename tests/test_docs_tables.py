@@ -23,6 +23,11 @@ def recorded_json(name: str):
     return json.loads((DOCS / "results" / name).read_text())
 
 
+def measured_at(points, steps: int):
+    """The measurement at ``steps`` GAPO steps among a continued run's recorded points (steps, schedule, measured)."""
+    return next(m for n, _, m in points if n == steps)
+
+
 RECORDED = recorded_json("demo_seeds.json")
 
 
@@ -159,7 +164,7 @@ def test_readme_smollm2_rows_follow_the_recorded_runs():
     longer = {r["seed"]: r["points"] for r in recorded_json("smollm2_p2_longer.json")}
     for r in recorded_json("smollm2_p2_base.json"):
         seed, base = r["settings"]["seed"], r["grpo_baseline"]
-        start, gapo = longer[seed][0][2], next(m for n, _, m in longer[seed] if n == 600)
+        start, gapo = longer[seed][0][2], measured_at(longer[seed], 600)
         row = (f"| {seed} | {start['heldout_jsd']:.3f} -> **{gapo['heldout_jsd']:.3f}** / {base['heldout_jsd']:.3f} "
                f"| {gapo['heldout_valid_rate']:.3f} / {base['heldout_valid_rate']:.3f} "
                f"| {start['open']['mean_unique_valid']:.1f} -> {gapo['open']['mean_unique_valid']:.1f} / {base['open']['mean_unique_valid']:.1f} "
@@ -173,7 +178,7 @@ def test_readme_runs_table_follows_the_records():
         return " / ".join(f"{m['heldout_jsd']:.3f}" for m in measured)
 
     def at(name: str, steps: int) -> str:
-        return seeds(next(m for n, _, m in r["points"] if n == steps) for r in recorded_json(name))
+        return seeds(measured_at(r["points"], steps) for r in recorded_json(name))
 
     rows = {
         "1 prompt a step, lr 3e-4, bf16": [seeds(r["gapo"] for r in recorded_json("smollm2_t07.json")), at("smollm2_t07_longer.json", 450), "not run"],
@@ -269,9 +274,9 @@ def test_smollm2_kl_probe_as_printed():
     (kl,) = recorded_json("smollm2_p2_kl.json")
     plain = next(r for r in recorded_json("smollm2_p2_longer.json") if r["seed"] == 0)
     assert kl["seed"] == 0 and [n for n, _, _ in kl["points"]] == [0, 300, 450]
-    assert kl["points"][1] == next(p for p in plain["points"] if p[0] == 300)  # the shared checkpoint's measurement
+    assert kl["points"][1] == next(p for p in plain["points"] if p[0] == 300)  # the shared checkpoint's point
     assert format_longer_table([tuple(point) for point in kl["points"]]) in page("smollm2.md")
-    with_kl, without = kl["points"][2][2], next(m for n, _, m in plain["points"] if n == 450)
+    with_kl, without = kl["points"][2][2], measured_at(plain["points"], 450)
     assert f"held-out JSD {with_kl['heldout_jsd']:.3f} against {without['heldout_jsd']:.3f} without it" in page("smollm2.md")
     assert f"{with_kl['open']['mean_valid_rate']:.3f} ({without['open']['mean_valid_rate']:.3f} without it)" in page("smollm2.md")
 
