@@ -286,3 +286,29 @@ def test_readme_start_variation_follows_the_records():
     t07, cos = recorded_json("smollm2_t07.json"), recorded_json("smollm2_cos.json")
     a, b = ([f"{r['before']['heldout_jsd']:.3f}" for r in runs] for runs in (t07, cos))
     assert f"held-out JSD {a[0]} and {b[0]}, seed 1's {a[1]} and {b[1]}.)" in README
+
+
+def test_smollm2_paper_reward_from_450_as_printed():
+    """The two-prompt runs continued 450 -> 600 with invalid_reward = -1: their tables on the page, the shared
+    300- and 450-step points, and the page's comparison with the 600 steps trained with 0."""
+    from gapo_lite.lab.smollm2_report import format_longer_table
+
+    switched = recorded_json("smollm2_p2_neg.json")
+    plain = {r["seed"]: r["points"] for r in recorded_json("smollm2_p2_longer.json")}
+    assert [r["seed"] for r in switched] == [0, 1]
+    for r in switched:
+        assert [n for n, _, _ in r["points"]] == [0, 300, 450, 600]
+        assert r["points"][:3] == [p for p in plain[r["seed"]] if p[0] <= 450]  # the shared run up to 450
+        assert r["points"][2][2]["trained_invalid_reward"] == 0.0 and r["points"][3][2]["trained_invalid_reward"] == -1.0
+        assert format_longer_table([tuple(point) for point in r["points"]]) in page("smollm2.md")
+    with_neg = [measured_at(r["points"], 600) for r in switched]
+    with_zero = [measured_at(plain[s], 600) for s in (0, 1)]
+
+    def figures(measured, key: str) -> str:  # "seed 0 / seed 1", as the page quotes them
+        return " / ".join(f"{m[key]:.3f}" for m in measured)
+
+    assert (f"held-out valid {figures(with_neg, 'heldout_valid_rate')} at 600 steps ({figures(with_zero, 'heldout_valid_rate')} with 0)"
+            in " ".join(page("smollm2.md").split()))
+    assert f"held-out JSD {figures(with_neg, 'heldout_jsd')} (" in page("smollm2.md")
+    at_450 = [measured_at(plain[s], 450) for s in (0, 1)]
+    assert f"(pressure under -1: {figures(at_450, 'pressure')}, in the" in page("smollm2.md")
