@@ -312,3 +312,23 @@ def test_smollm2_paper_reward_from_450_as_printed():
     assert f"held-out JSD {figures(with_neg, 'heldout_jsd')} (" in page("smollm2.md")
     at_450 = [measured_at(plain[s], 450) for s in (0, 1)]
     assert f"(pressure under -1: {figures(at_450, 'pressure')}, in the" in page("smollm2.md")
+
+
+def test_smollm2_paper_reward_from_600_as_printed():
+    """The 600-step runs (invalid_reward = 0) continued to 750 with -1: their tables on the page, the shared
+    points up to 600, and the figures the page and the README quote."""
+    from gapo_lite.lab.smollm2_report import format_longer_table
+
+    switched = recorded_json("smollm2_p2_neg600.json")
+    plain = {r["seed"]: r["points"] for r in recorded_json("smollm2_p2_longer.json")}
+    assert [r["seed"] for r in switched] == [0, 1]
+    for r in switched:
+        assert r["points"][:4] == plain[r["seed"]] and r["points"][4][0] == 750
+        assert r["points"][4][2]["trained_invalid_reward"] == -1.0
+        assert format_longer_table([tuple(point) for point in r["points"]]) in page("smollm2.md")
+    at_750 = [measured_at(r["points"], 750) for r in switched]
+    jsd, valid = (" / ".join(f"{m[key]:.3f}" for m in at_750) for key in ("heldout_jsd", "heldout_valid_rate"))
+    assert f"held-out JSD {jsd} (<= 0.15; seed 0 near the\n  paper's < 0.1) with held-out valid {valid} (>= 0.95)" in page("smollm2.md")
+    assert all(m["heldout_jsd"] <= 0.15 and m["heldout_valid_rate"] >= 0.95 for m in at_750)
+    readme = " ".join(README.split())
+    assert f"at 750 steps held-out JSD {jsd} with valid {valid} (printed by" in readme
