@@ -28,6 +28,16 @@ def measured_at(points, steps: int):
     return next(m for n, _, m in points if n == steps)
 
 
+def points_by_seed(name: str):
+    """seed -> the recorded points of a continued run's record (``smollm2_report --longer --record``)."""
+    return {r["seed"]: r["points"] for r in recorded_json(name)}
+
+
+def per_seed(measured, key: str) -> str:
+    """One figure of each seed's measurement, "seed 0 / seed 1", as the pages quote them."""
+    return " / ".join(f"{m[key]:.3f}" for m in measured)
+
+
 RECORDED = recorded_json("demo_seeds.json")
 
 
@@ -161,7 +171,7 @@ def test_smollm2_longer_tables_as_printed(name, stage):
 def test_readme_smollm2_rows_follow_the_recorded_runs():
     """The README's SmolLM2 table quotes GAPO's 600-step points (smollm2_p2_longer.json) and the baseline at
     600 steps (smollm2_p2_base.json): held-out JSD and valid, open Unique@100 and valid rate."""
-    longer = {r["seed"]: r["points"] for r in recorded_json("smollm2_p2_longer.json")}
+    longer = points_by_seed("smollm2_p2_longer.json")
     for r in recorded_json("smollm2_p2_base.json"):
         seed, base = r["settings"]["seed"], r["grpo_baseline"]
         start, gapo = longer[seed][0][2], measured_at(longer[seed], 600)
@@ -174,8 +184,8 @@ def test_readme_smollm2_rows_follow_the_recorded_runs():
 
 def test_readme_runs_table_follows_the_records():
     """The README's table of GAPO runs: each cell is seed 0 / seed 1's held-out JSD from that run's record."""
-    def seeds(measured) -> str:  # "seed 0 / seed 1", as the README quotes a held-out JSD
-        return " / ".join(f"{m['heldout_jsd']:.3f}" for m in measured)
+    def seeds(measured) -> str:
+        return per_seed(measured, "heldout_jsd")
 
     def at(name: str, steps: int) -> str:
         return seeds(measured_at(r["points"], steps) for r in recorded_json(name))
@@ -238,7 +248,7 @@ def test_smollm2_baseline_at_600_steps_as_printed():
     from gapo_lite.lab.smollm2_report import format_open_table, format_top_answers
 
     base = recorded_json("smollm2_p2_base.json")
-    gapo = {r["seed"]: r["points"] for r in recorded_json("smollm2_p2_longer.json")}
+    gapo = points_by_seed("smollm2_p2_longer.json")
     first = {r["settings"]["seed"]: r["settings"] for r in recorded_json("smollm2_p2.json")}
     assert [r["settings"]["seed"] for r in base] == [0, 1]
     keys = ("invalid_reward", "num_generations", "prompts_per_step", "learning_rate", "rl_temperature", "warmup_steps")
@@ -294,7 +304,7 @@ def test_smollm2_paper_reward_from_450_as_printed():
     from gapo_lite.lab.smollm2_report import format_longer_table
 
     switched = recorded_json("smollm2_p2_neg.json")
-    plain = {r["seed"]: r["points"] for r in recorded_json("smollm2_p2_longer.json")}
+    plain = points_by_seed("smollm2_p2_longer.json")
     assert [r["seed"] for r in switched] == [0, 1]
     for r in switched:
         assert [n for n, _, _ in r["points"]] == [0, 300, 450, 600]
@@ -304,14 +314,11 @@ def test_smollm2_paper_reward_from_450_as_printed():
     with_neg = [measured_at(r["points"], 600) for r in switched]
     with_zero = [measured_at(plain[s], 600) for s in (0, 1)]
 
-    def figures(measured, key: str) -> str:  # "seed 0 / seed 1", as the page quotes them
-        return " / ".join(f"{m[key]:.3f}" for m in measured)
-
-    assert (f"held-out valid {figures(with_neg, 'heldout_valid_rate')} at 600 steps ({figures(with_zero, 'heldout_valid_rate')} with 0)"
+    assert (f"held-out valid {per_seed(with_neg, 'heldout_valid_rate')} at 600 steps ({per_seed(with_zero, 'heldout_valid_rate')} with 0)"
             in " ".join(page("smollm2.md").split()))
-    assert f"held-out JSD {figures(with_neg, 'heldout_jsd')} (" in page("smollm2.md")
+    assert f"held-out JSD {per_seed(with_neg, 'heldout_jsd')} (" in page("smollm2.md")
     at_450 = [measured_at(plain[s], 450) for s in (0, 1)]
-    assert f"(pressure under -1: {figures(at_450, 'pressure')}, in the" in page("smollm2.md")
+    assert f"(pressure under -1: {per_seed(at_450, 'pressure')}, in the" in page("smollm2.md")
 
 
 def test_smollm2_paper_reward_from_600_as_printed():
@@ -320,14 +327,14 @@ def test_smollm2_paper_reward_from_600_as_printed():
     from gapo_lite.lab.smollm2_report import format_longer_table
 
     switched = recorded_json("smollm2_p2_neg600.json")
-    plain = {r["seed"]: r["points"] for r in recorded_json("smollm2_p2_longer.json")}
+    plain = points_by_seed("smollm2_p2_longer.json")
     assert [r["seed"] for r in switched] == [0, 1]
     for r in switched:
         assert r["points"][:4] == plain[r["seed"]] and r["points"][4][0] == 750
         assert r["points"][4][2]["trained_invalid_reward"] == -1.0
         assert format_longer_table([tuple(point) for point in r["points"]]) in page("smollm2.md")
     at_750 = [measured_at(r["points"], 750) for r in switched]
-    jsd, valid = (" / ".join(f"{m[key]:.3f}" for m in at_750) for key in ("heldout_jsd", "heldout_valid_rate"))
+    jsd, valid = per_seed(at_750, "heldout_jsd"), per_seed(at_750, "heldout_valid_rate")
     assert f"held-out JSD {jsd} (<= 0.15; seed 0 near the\n  paper's < 0.1) with held-out valid {valid} (>= 0.95)" in page("smollm2.md")
     assert all(m["heldout_jsd"] <= 0.15 and m["heldout_valid_rate"] >= 0.95 for m in at_750)
     readme = " ".join(README.split())
