@@ -1,18 +1,22 @@
 #!/bin/bash
-# The same short GAPO run in fp32 and under bf16 autocast, from one finished experiment's start, to check that
-# bf16 (asked for with precision=bf16 where the CPU has native bf16; the kit's default is fp32) moves the held-out
-# figures only within the run's noise: the same pair with the next seed (other RL samples and prompts, same start)
-# shows how large that noise is.
+# The same short GAPO run in fp32 and under bf16 autocast, from one finished experiment's start and measured on its
+# held-out lists, once per RL seed (rl_seed: the runs' samples, prompt order and LoRA init; the start, the lists and
+# the measurement's samples stay the experiment's). The spread of one precision's runs over the RL seeds is the
+# run's own noise; the fp32 - bf16 difference of each RL seed's pair is set against it.
 #
-#   bash scripts/smollm2_precision.sh runs/smollm2_t07_s0 [STEPS]            # default 40 steps; lists suite only
-#   PREFIX=runs/smollm2_cos_precision bash scripts/smollm2_precision.sh runs/smollm2_cos_s0 40
+#   bash scripts/smollm2_precision.sh runs/smollm2_p2_s1 [STEPS [RL_SEED ...]]   # default 40 steps, RL seeds 0 1 2
+#   SETS="--set prompts_per_step=1" PREFIX=runs/smollm2_s1_precision bash scripts/smollm2_precision.sh runs/smollm2_p2_s1 40
 #
-# Each run gets its own folder, $PREFIX_{fp32,bf16}_sN (default runs/smollm2_precision_...), holding the start
-# (hard links) and a GAPO run with the first experiment's RL settings; rerunning skips finished stages.
+# Each run gets its own folder, $PREFIX_{fp32,bf16}_rN (default runs/smollm2_precision_...), holding the start
+# (hard links) and a GAPO run with the experiment's RL settings (SETS adds --set overrides); lists suite only;
+# rerunning skips finished runs. THREADS: torch threads (default 2).
 set -euo pipefail
 source "$(dirname "$0")/smollm2_common.sh"
-from=${1:?usage: bash scripts/smollm2_precision.sh EXPERIMENT_FOLDER [STEPS]}
+from=${1:?usage: bash scripts/smollm2_precision.sh EXPERIMENT_FOLDER [STEPS [RL_SEED ...]]}
 steps=${2:-40}
+shift $(( $# < 2 ? $# : 2 ))
+rl_seeds=("$@")
+[ ${#rl_seeds[@]} -gt 0 ] || rl_seeds=(0 1 2)
 if [ ! -f "$from/stages/start.json" ]; then
   echo "smollm2_precision: $from holds no measured start; run the experiment first (docs/smollm2.md)" >&2
   exit 2
@@ -20,12 +24,14 @@ fi
 seed=$(recorded_value "$from/stages/settings.json" seed)
 sets=$(recorded_sets "$from/stages/settings.json" warmup_steps invalid_reward num_generations prompts_per_step learning_rate rl_temperature)
 prefix=${PREFIX:-runs/smollm2_precision}
-for run in "fp32 $seed" "bf16 $seed" "bf16 $((seed + 1))" "fp32 $((seed + 1))"; do
-  read -r precision s <<< "$run"
-  out=${prefix}_${precision}_s$s
-  mkdir -p "$out/stages"
-  [ -d "$out/pretrained" ] || cp -al "$from/pretrained" "$out/pretrained"  # hard links: the start is only read
-  [ -f "$out/stages/start.json" ] || cp "$from/stages/start.json" "$out/stages/start.json"
-  # shellcheck disable=SC2086
-  python -m gapo_lite.lab.smollm2 --out "$out" --set seed="$s" $sets --set threads="${THREADS:-2}" --set rl_steps="$steps" --set runs=gapo --set precision=$precision
+for r in "${rl_seeds[@]}"; do
+  for precision in fp32 bf16; do
+    out=${prefix}_${precision}_r$r
+    mkdir -p "$out/stages"
+    [ -d "$out/pretrained" ] || cp -al "$from/pretrained" "$out/pretrained"  # hard links: the start is only read
+    [ -f "$out/stages/start.json" ] || cp "$from/stages/start.json" "$out/stages/start.json"  # same seed, same lists: the start's measurement holds
+    # shellcheck disable=SC2086
+    python -m gapo_lite.lab.smollm2 --out "$out" --set seed="$seed" --set rl_seed="$r" $sets --set threads="${THREADS:-2}" --set rl_steps="$steps" \
+      --set runs=gapo --set precision=$precision ${SETS:-}
+  done
 done

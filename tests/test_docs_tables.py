@@ -339,3 +339,89 @@ def test_smollm2_paper_reward_from_600_as_printed():
     assert all(m["heldout_jsd"] <= 0.15 and m["heldout_valid_rate"] >= 0.95 for m in at_750)
     readme = " ".join(README.split())
     assert f"at 750 steps held-out JSD {jsd} with valid {valid} (printed by" in readme
+
+
+def test_smollm2_precision_rl_seeds_as_printed():
+    """The precision check with RL seeds: six 40-step runs from seed 1's start on seed 1's lists, both tables
+    on the page as printed, the page's pooled figure over all six same-start pairs, and the start's
+    reproduction of the cosine run's seed-1 start."""
+    import statistics
+
+    from gapo_lite.lab.smollm2_report import format_precision_table, precision_pairs
+
+    recorded = recorded_json("smollm2_precision_s1.json")
+    assert all((r["settings"]["seed"], r["settings"]["rl_steps"], r["settings"]["runs"]) == (1, 40, ["gapo"]) for r in recorded)
+    pairs = precision_pairs(recorded)
+    assert list(pairs) == [0, 1, 2]
+    for key in ("heldout_jsd", "heldout_valid_rate"):
+        assert format_precision_table(pairs, key) in page("smollm2.md")
+    mine = [p["bf16"]["heldout_jsd"] - p["fp32"]["heldout_jsd"] for p in pairs.values()]
+    text = " ".join(page("smollm2.md").split())
+    assert f"The sign changes between pairs ({', '.join(f'{d:+.3f}' for d in mine)})" in text
+    for key, quoted in (("heldout_jsd", "Held-out JSD: bf16 - fp32 = {:.3f}, with a standard error of {:.3f}"),
+                        ("heldout_valid_rate", "Held-out valid rate: bf16 - fp32 = {:.3f}, standard error {:.3f}")):
+        d = [p["bf16"][key] - p["fp32"][key] for p in pairs.values()]
+        assert quoted.format(statistics.mean(d), statistics.stdev(d) / len(d) ** 0.5) in text
+    seconds = {p: " / ".join(f"{r['stage_seconds']['gapo']:.0f}" for r in sorted(recorded, key=lambda r: r["settings"]["rl_seed"])
+                             if r["settings"]["precision"] == p) for p in ("fp32", "bf16")}
+    assert f"took {seconds['fp32']} s in fp32 and {seconds['bf16']} s in bf16" in text
+    earlier = recorded_json("smollm2_precision_c3.json")
+    runs = {(r["settings"]["precision"], r["settings"]["seed"]): r["gapo"]["heldout_jsd"] for r in earlier}
+    # the 20-step pair has no record: its fp32 and bf16 seed-0 tables are the first two of its section on the page
+    section = page("smollm2.md").split("#### Earlier: 20 steps from seed 0's start")[1].split("####")[0]
+    fp32, bf16 = [float(line.split()[-1]) for line in section.splitlines() if line.startswith("held-out JSD ")][:2]
+    diffs = mine + [runs["bf16", s] - runs["fp32", s] for s in (0, 1)] + [bf16 - fp32]
+    mean, se = statistics.mean(diffs), statistics.stdev(diffs) / len(diffs) ** 0.5
+    assert f"averages {mean:.3f} with a standard error of {se:.3f} (bf16 lower in {sum(d < 0 for d in diffs)} of the 6)" in text
+    cosine = next(r for r in recorded_json("smollm2_cos.json") if r["settings"]["seed"] == 1)["before"]
+    assert all(r["before"]["heldout_jsd"] == cosine["heldout_jsd"] and r["before"]["trained_pressure"] == cosine["trained_pressure"] for r in recorded)
+    assert f"held-out JSD {cosine['heldout_jsd']!r} and pressure under the trained reward {cosine['trained_pressure']:.7f}," in text
+
+
+def test_smollm2_target_table_follows_the_records():
+    """docs/smollm2.md's "Where the targets stand": each quoted figure from its record, and each verdict from the figures."""
+    import statistics
+
+    from gapo_lite.lab.smollm2_report import precision_pairs
+
+    section = page("smollm2.md").split("## Where the targets stand")[1].split("\n## ")[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and "---" not in line][1:]  # the header row dropped
+    start_row, gapo_row, baseline_row, open_row, step_row, time_row = rows
+    p2, base = recorded_json("smollm2_p2.json"), recorded_json("smollm2_p2_base.json")
+    start = [r["before"] for r in p2]
+    last = [measured_at(points, 750) for points in points_by_seed("smollm2_p2_neg600.json").values()]
+    baseline = [r["grpo_baseline"] for r in base]
+
+    assert (f"seed 0: pressure {start[0]['trained_pressure']:.3f}, JSD {start[0]['heldout_jsd']:.3f}; "
+            f"seed 1: pressure {start[1]['trained_pressure']:.3f}, JSD {start[1]['heldout_jsd']:.3f}") in start_row
+    assert start[0]["trained_pressure"] <= -0.05 < start[1]["trained_pressure"] and start_row.endswith("| seed 0 yes, seed 1 no |")
+
+    assert all(m["trained_invalid_reward"] == -1.0 for m in last)  # the last 150 steps: the paper's reward
+    assert f"JSD {per_seed(last, 'heldout_jsd')}, valid {per_seed(last, 'heldout_valid_rate')}" in gapo_row
+    assert all(m["heldout_jsd"] <= 0.15 and m["heldout_valid_rate"] >= 0.95 for m in last) and gapo_row.endswith("| yes |")
+
+    assert f"{per_seed(baseline, 'heldout_jsd')}, dominant share {per_seed(baseline, 'dominant_share')} at 600 steps" in baseline_row
+    assert all(m["heldout_jsd"] >= 0.3 for m in baseline)
+
+    def opened(measured, key):
+        return [m["open"][key] for m in measured]
+
+    ratios = [r["gapo"]["open"]["mean_unique_valid"] / r["before"]["open"]["mean_unique_valid"] for r in p2]
+    (before, after), (valid_before, valid_after) = (opened([start[0], p2[0]["gapo"]], k) for k in ("mean_unique_valid", "mean_valid_rate"))
+    assert f"best {ratios[0]:.2f}x (seed 0, 300 steps: {before} -> {after}, valid {valid_before:.3f} -> {valid_after:.3f})" in open_row
+    assert max(ratios) == ratios[0] < 1.5 and open_row.endswith("| no (baseline part yes) |")
+    unique = [" / ".join(str(v) for v in opened(ms, "mean_unique_valid")) for ms in (last, start, baseline)]
+    valid_last = " / ".join(f"{v:.3f}" for v in opened(last, "mean_valid_rate"))
+    assert f"at 750 steps {unique[0]} against {unique[1]} (valid {valid_last}); baseline {unique[2]} at 600" in open_row
+    assert all(b <= s for b, s in zip(opened(baseline, "mean_unique_valid"), opened(start, "mean_unique_valid")))
+
+    step = (DOCS / "results" / "smollm2_step.txt").read_text()
+    fp32, bf16 = (next(line.split()[3:5] for line in step.splitlines() if line.startswith(f"shared prompt, {p}")) for p in ("fp32", "bf16"))
+    d = [p["bf16"]["heldout_jsd"] - p["fp32"]["heldout_jsd"] for p in precision_pairs(recorded_json("smollm2_precision_s1.json")).values()]
+    assert (f"{fp32[0]} s in fp32, {fp32[1]}x TRL's path ([cost](#cost)); bf16 slower ({bf16[0]} s), so not the default; "
+            f"held-out JSD bf16 - fp32 {statistics.mean(d):.3f}, standard error {statistics.stdev(d) / len(d) ** 0.5:.3f}") in step_row
+    assert float(fp32[0]) <= 3.5 < float(bf16[0])
+
+    cosine = [r["wall_seconds"] for r in recorded_json("smollm2_cos.json")]
+    assert f"{' / '.join(f'{w:.0f}' for w in cosine)} s ({' / '.join(f'{w / 60:.0f}' for w in cosine)} min)" in time_row
+    assert max(cosine) <= 3600

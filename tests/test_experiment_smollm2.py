@@ -223,3 +223,97 @@ def test_the_longer_plot_names_each_experiments_step_shape():
     assert step_shape({"prompts_per_step": 1, "num_generations": 32}) == "1 prompt x 32"
     assert step_shape({"prompts_per_step": 2, "num_generations": 32}) == "2 prompts x 32"
     assert step_shape({"prompts_per_step": None, "num_generations": None}) == "2 prompts x 8"  # recipes/smollm2_lists.py
+
+
+def test_rl_seed_moves_only_the_rl_runs_seed(tmp_path):
+    """rl_seed reseeds the RL runs (samples, prompt order, LoRA init); the held-out lists and the measurement's
+    samples keep ``seed``, so runs with different RL seeds are measured on the same lists."""
+    same = smollm2.rl_config(smollm2.SmolSettings(seed=1), tmp_path / "start", tmp_path / "a", RLRun("gapo", "GAPO"))
+    other = smollm2.rl_config(smollm2.SmolSettings(seed=1, rl_seed=5), tmp_path / "start", tmp_path / "b", RLRun("gapo", "GAPO"))
+    assert (same.seed, same.data_seed) == (1, 1) and (other.seed, other.data_seed) == (5, 5)
+
+
+def _precision_folder(precision, rl_seed, jsd, valid=0.9, seed=1, start_jsd=0.3):
+    return {"settings": {"seed": seed, "rl_seed": rl_seed, "precision": precision, "rl_steps": 40},
+            "before": {"heldout_jsd": start_jsd, "heldout_valid_rate": 0.9}, "gapo": {"heldout_jsd": jsd, "heldout_valid_rate": valid}}
+
+
+def test_precision_pairs_match_each_rl_seed_and_refuse_what_does_not_pair():
+    from gapo_lite.lab.smollm2_report import format_precision_table, precision_pairs
+
+    folders = [_precision_folder("bf16", 1, 0.20), _precision_folder("fp32", 0, 0.25), _precision_folder("fp32", 1, 0.21), _precision_folder("bf16", 0, 0.23)]
+    pairs = precision_pairs(folders)
+    assert list(pairs) == [0, 1] and pairs[0]["fp32"]["heldout_jsd"] == 0.25 and pairs[1]["bf16"]["heldout_jsd"] == 0.20
+    lines = {line[:40].strip(): [float(v) for v in line[40:].split()] for line in format_precision_table(pairs).splitlines()[2:]}
+    assert lines["RL seed 0"] == pytest.approx([0.25, 0.23, -0.02]) and lines["RL seed 1"] == pytest.approx([0.21, 0.20, -0.01])
+    assert lines["mean"] == pytest.approx([0.23, 0.215, -0.015], abs=1e-3)
+    assert lines["standard deviation over the RL seeds"] == pytest.approx([0.028, 0.021, 0.007], abs=1e-3)
+    assert lines["standard error of the mean"] == pytest.approx([0.020, 0.015, 0.005], abs=1e-3)
+    with pytest.raises(ValueError, match=r"RL seeds \[0\] were not run in both precisions"):
+        precision_pairs(folders[:3])
+    with pytest.raises(ValueError, match="do not share one start"):
+        precision_pairs([*folders, _precision_folder("fp32", 2, 0.2, start_jsd=0.31)])
+    with pytest.raises(ValueError, match="RL seed 0 is given twice in fp32"):
+        precision_pairs([*folders, _precision_folder("fp32", 0, 0.2)])
+    with pytest.raises(ValueError, match="no finished fp32 or bf16 GAPO run"):
+        precision_pairs([*folders, _precision_folder("auto", 2, 0.2)])
+
+
+def test_precision_script_runs_each_rl_seed_in_both_precisions_on_the_experiments_lists(tmp_path):
+    """scripts/smollm2_precision.sh: one folder per (precision, RL seed), each with the experiment's start and
+    seed; the python it calls is replaced by a stand-in that records its arguments."""
+    import json
+    import os
+    import subprocess
+
+    exp = tmp_path / "runs" / "exp"
+    (exp / "stages").mkdir(parents=True)
+    (exp / "pretrained").mkdir()
+    (exp / "pretrained" / "config.json").write_text("{}")
+    (exp / "stages" / "start.json").write_text('{"before": {}}')
+    (exp / "stages" / "settings.json").write_text(json.dumps({"seed": 1, "prompts_per_step": 2, "learning_rate": 0.0003, "num_generations": 32}))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    real = subprocess.run(["bash", "-c", "command -v python3"], capture_output=True, text=True).stdout.strip()
+    (bin_dir / "python").write_text(f'#!/bin/bash\nif [ "$1" = "-m" ]; then echo "$*" >> "{tmp_path}/calls"; else exec {real} "$@"; fi\n')
+    (bin_dir / "python").chmod(0o755)
+    script = Path(__file__).resolve().parents[1] / "scripts" / "smollm2_precision.sh"
+    done = subprocess.run(["bash", str(script), "runs/exp", "20", "3", "4"], cwd=tmp_path, capture_output=True, text=True,
+                          env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "SETS": "--set prompts_per_step=1"})
+    assert done.returncode == 0, done.stderr
+    calls = (tmp_path / "calls").read_text().splitlines()
+    assert [c.split("--out ")[1].split()[0] for c in calls] == [f"runs/smollm2_precision_{p}_r{r}" for r in (3, 4) for p in ("fp32", "bf16")]
+    for call in calls:
+        assert "--set seed=1 " in call and "--set rl_steps=20 " in call and "--set runs=gapo " in call
+        assert call.index("--set prompts_per_step=2") < call.index("--set prompts_per_step=1")  # SETS comes last: it wins
+    assert "--set rl_seed=3 " in calls[0] and "--set precision=bf16" in calls[1]
+    for r in (3, 4):
+        out = tmp_path / "runs" / f"smollm2_precision_bf16_r{r}"
+        assert (out / "stages" / "start.json").read_text() == '{"before": {}}' and (out / "pretrained" / "config.json").is_file()
+
+
+def test_longer_table_leaves_out_the_open_rows_when_a_point_was_measured_on_lists_only():
+    from gapo_lite.lab.smollm2_report import format_longer_table
+
+    lists = {"heldout_valid_rate": 0.9, "heldout_jsd": 0.3, "heldout_position_tv": 0.2, "dominant_share": 0.6, "trained_pressure": -0.1, "pressure": 0.1}
+    text = format_longer_table([(0, None, {**lists, "open": {"completions": []}}), (40, None, {**lists, "heldout_jsd": 0.25})])
+    assert "open:" not in text and [float(v) for v in text.splitlines()[3].split()[-2:]] == [0.3, 0.25]
+
+
+def test_report_refuses_folders_that_do_not_fit_the_mode_in_one_line(tmp_path, capsys):
+    """smollm2_report: a missing folder, or --precision folders that do not pair, is one line and exit 2, no record written."""
+    import json
+
+    from gapo_lite.lab.smollm2_report import main
+
+    folder = tmp_path / "run"
+    (folder / "stages").mkdir(parents=True)
+    (folder / "stages" / "start.json").write_text(json.dumps({"before": {"heldout_jsd": 0.3, "heldout_valid_rate": 0.9}, "seconds": 1.0}))
+    (folder / "stages" / "settings.json").write_text(json.dumps({"seed": 1, "rl_seed": 0, "precision": "fp32", "runs": ["gapo"], "rl_steps": 40}))
+    (folder / "stages" / "gapo.json").write_text(json.dumps({"measured": {"heldout_jsd": 0.25, "heldout_valid_rate": 0.9}, "seconds": 1.0}))
+    for args, message in ((["--precision", str(folder)], "RL seeds [0] were not run in both precisions"),
+                          ([str(tmp_path / "nothing")], "holds neither results.json nor a measured start")):
+        with pytest.raises(SystemExit) as stop:
+            main([*args, "--record", str(tmp_path / "record.json")])
+        assert stop.value.code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "record.json").exists()

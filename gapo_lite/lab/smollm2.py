@@ -52,6 +52,7 @@ class SmolSettings:
     open_samples: int = 0  # > 0: the open-ended suite (10 prompts) with this many samples each, after every stage
     open_tokens: int = 12
     seed: int = 0
+    rl_seed: int | None = None  # the RL runs' own seed (their samples, prompt order, LoRA init); None: seed. Lists and measurements follow seed
     threads: int = 2
     precision: str = "auto"  # RL and sampling on the CPU: "auto" (fp32; see _bootstrap.cpu_precision), "bf16", "fp32"; the warm-up runs in fp32
 
@@ -144,11 +145,12 @@ def rl_config(s: SmolSettings, start: Path, out: Path, run: RLRun):
     from gapo_lite.training.recipes import load_recipe
 
     base = load_recipe("smollm2_lists")
+    rl_seed = s.seed if s.rl_seed is None else s.rl_seed
     changed = {"invalid_reward": s.invalid_reward, "num_generations": s.num_generations, "prompts_per_step": s.prompts_per_step,
                "learning_rate": s.learning_rate, "temperature": s.rl_temperature, "lr_scheduler_type": s.rl_schedule,
                "beta": s.beta}
     return dataclasses.replace(base, model=str(start), reward=REWARDS[run.name], max_steps=s.rl_steps, save_steps=max(1, min(25, s.rl_steps // 2)),
-                               save_total_limit=1, max_completion_length=s.completion_tokens, output_dir=str(out), seed=s.seed, data_seed=s.seed, precision=s.precision,
+                               save_total_limit=1, max_completion_length=s.completion_tokens, output_dir=str(out), seed=rl_seed, data_seed=rl_seed, precision=s.precision,
                                **{k: v for k, v in changed.items() if v is not None})
 
 

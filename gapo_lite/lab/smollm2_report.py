@@ -10,6 +10,10 @@ what the re-scoring reads) so the docs page's tables can be checked against it.
 With ``--longer`` the folders are GAPO runs continued from one another's checkpoints
 (``scripts/smollm2_longer.sh``): one table per seed, a column per number of steps, and a plot of the held-out
 figures over the steps.
+
+With ``--precision`` the folders are one start's short GAPO runs in fp32 and bf16 with several RL seeds
+(``scripts/smollm2_precision.sh``): one row per RL seed, the two precisions and their difference, against the
+spread of each precision's runs over the RL seeds.
 """
 from __future__ import annotations
 
@@ -174,8 +178,8 @@ def format_longer_table(points: list[Point]) -> str:
     """One seed's held-out figures and open-suite Unique@N (word lists, open vocabularies) after each number of GAPO steps."""
     validators = ("word_lists", "open")
     rows = [(label, [m[key] for _, _, m in points]) for key, label in LONGER_ROWS]
-    scored = [rescore(m, validators) for _, _, m in points]
-    for v in validators:
+    scored = [rescore(m, validators) for _, _, m in points] if all("open" in m for _, _, m in points) else []  # lists suite only: no open rows
+    for v in validators if scored else ():
         rows.append((f"open: Unique@N valid, {VALIDATOR_LABELS[v]}", [x[v]["mean_unique_valid"] for x in scored]))
         rows.append((f"open: valid rate, {VALIDATOR_LABELS[v]}", [x[v]["mean_valid_rate"] for x in scored]))
     return table(rows, [column(n, schedule) for n, schedule, _ in points], width=12, label_width=40)
@@ -248,41 +252,110 @@ def slim(results: dict[str, Any]) -> dict[str, Any]:
     return {k: slim_measured(v) if k in models(results) else v for k, v in results.items()}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gapo_lite.lab.smollm2_report", description=__doc__.splitlines()[0])
-    parser.add_argument("results", nargs="+", type=Path, help="each seed's results.json, or its experiment folder (the stages finished so far)")
-    parser.add_argument("--plots", type=Path, help="folder for NAME_positions.png and NAME_curves.png (NAME_longer.png with --longer)")
-    parser.add_argument("--name", default="smollm2", help="the plots' file-name prefix (default smollm2)")
-    parser.add_argument("--record", type=Path, help="write the seeds' slimmed results here (a JSON list)")
-    parser.add_argument("--longer", action="store_true", help="the folders continue one another's GAPO runs (scripts/smollm2_longer.sh)")
-    args = parser.parse_args(argv)
-    all_results = [load_results(p) for p in args.results]
-    if args.longer:
-        runs = longer_runs(all_results)
-        for seed, points in runs.items():
-            print(f"== seed {seed}: GAPO continued (held-out lists, open suite)\n{format_longer_table(points)}")
-            print(format_noise([(column(n, schedule), m) for n, schedule, m in points], seed) + "\n")
-        if args.plots:
-            args.plots.mkdir(parents=True, exist_ok=True)
-            print("wrote", plot_longer(runs, args.plots / f"{args.name}_longer.png", step_shape(all_results[0]["settings"])))
-        if args.record:
-            record = [{"seed": seed, "points": [[n, schedule, slim_measured(m)] for n, schedule, m in points]} for seed, points in runs.items()]
-            args.record.write_text(json.dumps(record, indent=1))
-            print("wrote", args.record)
-        return 0
-    for path, results in zip(args.results, all_results):
+PRECISIONS = ("fp32", "bf16")
+
+
+def precision_pairs(all_results: list[dict[str, Any]]) -> dict[int, dict[str, dict[str, Any]]]:
+    """RL seed -> precision -> the GAPO run's measurement, from the folders of ``scripts/smollm2_precision.sh``:
+    one start, one seed's held-out lists, each RL seed run once in each precision."""
+    pairs: dict[int, dict[str, dict[str, Any]]] = {}
+    for r in all_results:
+        s = r["settings"]
+        if (s["seed"], r["before"]["heldout_jsd"]) != (all_results[0]["settings"]["seed"], all_results[0]["before"]["heldout_jsd"]):
+            raise ValueError("the folders do not share one start and one seed's lists (their seeds or measured starts differ)")
+        if s.get("precision") not in PRECISIONS or "gapo" not in r:
+            raise ValueError(f"a folder holds no finished fp32 or bf16 GAPO run (precision {s.get('precision')!r})")
+        rl_seed = s["seed"] if s.get("rl_seed") is None else s["rl_seed"]
+        if s["precision"] in pairs.get(rl_seed, {}):
+            raise ValueError(f"RL seed {rl_seed} is given twice in {s['precision']}")
+        pairs.setdefault(rl_seed, {})[s["precision"]] = r["gapo"]
+    incomplete = sorted(k for k, v in pairs.items() if len(v) < len(PRECISIONS))
+    if incomplete:
+        raise ValueError(f"RL seeds {incomplete} were not run in both precisions")
+    return dict(sorted(pairs.items()))
+
+
+def _sd(values: Sequence[float]) -> float:
+    import statistics
+
+    return statistics.stdev(values) if len(values) > 1 else float("nan")
+
+
+def format_precision_table(pairs: dict[int, dict[str, dict[str, Any]]], key: str = "heldout_jsd") -> str:
+    """Per RL seed the two precisions' held-out ``key`` and bf16 - fp32; then their means, the standard deviation
+    over the RL seeds (of each precision's runs: the RL noise; of the differences) and the means' standard errors."""
+    rows = [(f"RL seed {r}", [p["fp32"][key], p["bf16"][key], p["bf16"][key] - p["fp32"][key]]) for r, p in pairs.items()]
+    columns = list(zip(*(values for _, values in rows)))
+    rows.append(("mean", [sum(c) / len(c) for c in columns]))
+    rows.append(("standard deviation over the RL seeds", [_sd(c) for c in columns]))
+    rows.append(("standard error of the mean", [_sd(c) / len(c) ** 0.5 for c in columns]))
+    return table(rows, ["fp32", "bf16", "bf16 - fp32"], width=14, label_width=40)
+
+
+def report_precision(all_results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``--precision``: both tables and each run's sampling noise; returns the record."""
+    pairs = precision_pairs(all_results)
+    first = all_results[0]
+    seed = first["settings"]["seed"]
+    print(f"== seed {seed}'s start (held-out JSD {first['before']['heldout_jsd']:.3f}, valid {first['before']['heldout_valid_rate']:.3f}): "
+          f"{first['settings']['rl_steps']} GAPO steps in each precision")
+    for key, label in (("heldout_jsd", "held-out JSD"), ("heldout_valid_rate", "held-out valid rate")):
+        print(f"{label}\n{format_precision_table(pairs, key)}\n")
+    print(format_noise([(f"{p} r{r}", m) for r, by in pairs.items() for p, m in by.items()], seed))
+    return [slim(r) for r in all_results]
+
+
+def report_longer(all_results: list[dict[str, Any]], plots: Path | None, name: str) -> list[dict[str, Any]]:
+    """``--longer``: one table per seed over the stages, the plot; returns the record."""
+    runs = longer_runs(all_results)
+    for seed, points in runs.items():
+        print(f"== seed {seed}: GAPO continued (held-out lists, open suite)\n{format_longer_table(points)}")
+        print(format_noise([(column(n, schedule), m) for n, schedule, m in points], seed) + "\n")
+    if plots:
+        plots.mkdir(parents=True, exist_ok=True)
+        print("wrote", plot_longer(runs, plots / f"{name}_longer.png", step_shape(all_results[0]["settings"])))
+    return [{"seed": seed, "points": [[n, schedule, slim_measured(m)] for n, schedule, m in points]} for seed, points in runs.items()]
+
+
+def report_seeds(paths: list[Path], all_results: list[dict[str, Any]], plots: Path | None, name: str) -> list[dict[str, Any]]:
+    """Each seed's start / GAPO / baseline table, its open suite, the plots; returns the record."""
+    for path, results in zip(paths, all_results):
         status = "" if results["complete"] else ", runs not all finished"
         print(f"== seed {results['settings']['seed']} ({path}{status})\n{format_table(results)}")
         print(format_noise([(LABELS[n], results[n]) for n in models(results)], results["settings"]["seed"]) + "\n")
         if all("open" in results[n] for n in models(results)):  # a run measured without the open suite has no replies to re-score
             scores = open_scores(results)
             print(f"{format_open_table(results, scores)}\n\n{format_top_answers(results, scores)}\n")
-    if args.plots:
-        args.plots.mkdir(parents=True, exist_ok=True)
-        print("wrote", plot_positions(all_results, args.plots / f"{args.name}_positions.png"), "and",
-              plot_curves([p if p.is_dir() else p.parent for p in args.results], args.plots / f"{args.name}_curves.png"))
+    if plots:
+        plots.mkdir(parents=True, exist_ok=True)
+        print("wrote", plot_positions(all_results, plots / f"{name}_positions.png"), "and",
+              plot_curves([p if p.is_dir() else p.parent for p in paths], plots / f"{name}_curves.png"))
+    return [slim(r) for r in all_results]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m gapo_lite.lab.smollm2_report", description=__doc__.splitlines()[0])
+    parser.add_argument("results", nargs="+", type=Path, help="each seed's results.json, or its experiment folder (the stages finished so far)")
+    parser.add_argument("--plots", type=Path, help="folder for NAME_positions.png and NAME_curves.png (NAME_longer.png with --longer)")
+    parser.add_argument("--name", default="smollm2", help="the plots' file-name prefix (default smollm2)")
+    parser.add_argument("--record", type=Path, help="write the slimmed results here (a JSON list)")
+    parser.add_argument("--longer", action="store_true", help="the folders continue one another's GAPO runs (scripts/smollm2_longer.sh)")
+    parser.add_argument("--precision", action="store_true", help="the folders are one start's fp32 / bf16 runs with several RL seeds (scripts/smollm2_precision.sh)")
+    args = parser.parse_args(argv)
+    if args.longer and args.precision:
+        parser.error("--longer and --precision read different folders; give one")
+    try:  # a folder that is missing or does not fit the mode is one line, before anything is written
+        all_results = [load_results(p) for p in args.results]
+        if args.precision:
+            record = report_precision(all_results)
+        elif args.longer:
+            record = report_longer(all_results, args.plots, args.name)
+        else:
+            record = report_seeds(args.results, all_results, args.plots, args.name)
+    except (FileNotFoundError, ValueError) as err:
+        parser.error(str(err))
     if args.record:
-        args.record.write_text(json.dumps([slim(r) for r in all_results], indent=1))
+        args.record.write_text(json.dumps(record, indent=1))
         print("wrote", args.record)
     return 0
 
