@@ -295,7 +295,12 @@ def test_readme_start_variation_follows_the_records():
     """The README's two recorded warm-ups per seed (the bf16 result run's and the cosine run's starts)."""
     t07, cos = recorded_json("smollm2_t07.json"), recorded_json("smollm2_cos.json")
     a, b = ([f"{r['before']['heldout_jsd']:.3f}" for r in runs] for runs in (t07, cos))
-    assert f"held-out JSD {a[0]} and {b[0]}, seed 1's {a[1]} and {b[1]}.)" in README
+    assert f"held-out JSD {a[0]} and {b[0]}, seed 1's {a[1]} and {b[1]}." in README
+    (rerun,) = recorded_json("smollm2_p2_s1_rerun.json")
+    recorded = next(r for r in recorded_json("smollm2_p2.json") if r["settings"]["seed"] == 1)
+    assert rerun["before"]["heldout_jsd"] == recorded["before"]["heldout_jsd"] and f"{rerun['before']['heldout_jsd']:.3f}" == b[1]
+    assert (f"300 GAPO steps read {rerun['gapo']['heldout_jsd']:.3f} where the recorded run read {recorded['gapo']['heldout_jsd']:.3f}"
+            in " ".join(README.split()))
 
 
 def test_smollm2_paper_reward_from_450_as_printed():
@@ -425,3 +430,27 @@ def test_smollm2_target_table_follows_the_records():
     cosine = [r["wall_seconds"] for r in recorded_json("smollm2_cos.json")]
     assert f"{' / '.join(f'{w:.0f}' for w in cosine)} s ({' / '.join(f'{w / 60:.0f}' for w in cosine)} min)" in time_row
     assert max(cosine) <= 3600
+
+
+def test_smollm2_seed1_rerun_as_printed():
+    """Seed 1's two-prompt run again on a fresh machine: its table on the page, the same start as the recorded
+    run to the digit, and the page's comparison of the two 300-step figures and the stage times."""
+    from gapo_lite.lab.smollm2 import format_table as smollm2_table
+
+    (rerun,) = recorded_json("smollm2_p2_s1_rerun.json")
+    recorded = next(r for r in recorded_json("smollm2_p2.json") if r["settings"]["seed"] == 1)
+    assert smollm2_table(rerun) in page("smollm2.md")
+    assert rerun["before"]["heldout_jsd"] == recorded["before"]["heldout_jsd"]
+    keys = set(rerun["settings"]) | set(recorded["settings"])  # rl_seed is newer than the recorded run: None in both
+    assert [k for k in keys if rerun["settings"].get(k) != recorded["settings"].get(k)] == ["threads"]
+    assert (rerun["settings"]["threads"], recorded["settings"]["threads"]) == (2, 1)
+    text = " ".join(page("smollm2.md").split())
+    a, b = rerun["gapo"], recorded["gapo"]
+    assert (f"after 300 steps held-out JSD reads {a['heldout_jsd']:.3f} (valid {a['heldout_valid_rate']:.3f}) where the recorded run, "
+            f"one thread beside the other seed, read {b['heldout_jsd']:.3f} (valid {b['heldout_valid_rate']:.3f})") in text
+    start_open, open_ = rerun["before"]["open"], a["open"]
+    assert (f"{start_open['mean_unique_valid']} -> {open_['mean_unique_valid']} ({open_['mean_unique_valid'] / start_open['mean_unique_valid']:.2f}x) "
+            f"at a valid rate {start_open['mean_valid_rate']:.3f} -> {open_['mean_valid_rate']:.3f}; the recorded run had "
+            f"{b['open']['mean_unique_valid']} at {b['open']['mean_valid_rate']:.3f}") in text
+    seconds, steps = rerun["stage_seconds"], rerun["settings"]["rl_steps"]
+    assert f"warm-up {seconds['pretrain']:.0f} s and GAPO {seconds['gapo']:.0f} s of training ({seconds['gapo'] / steps:.1f} s a step" in text
