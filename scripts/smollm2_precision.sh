@@ -2,10 +2,12 @@
 # The same short GAPO run in fp32 and under bf16 autocast, from one finished experiment's start and measured on its
 # held-out lists, once per RL seed (rl_seed: the runs' samples, prompt order and LoRA init; the start, the lists and
 # the measurement's samples stay the experiment's). The spread of one precision's runs over the RL seeds is the
-# run's own noise; the fp32 - bf16 difference of each RL seed's pair is set against it.
+# run's own noise; the bf16 - fp32 difference of each RL seed's pair is set against it
+# (python -m gapo_lite.lab.smollm2_report --precision FOLDER ...).
 #
 #   bash scripts/smollm2_precision.sh runs/smollm2_p2_s1 [STEPS [RL_SEED ...]]   # default 40 steps, RL seeds 0 1 2
-#   SETS="--set prompts_per_step=1" PREFIX=runs/smollm2_s1_precision bash scripts/smollm2_precision.sh runs/smollm2_p2_s1 40
+#   PREFIX=runs/smollm2_s1_precision bash scripts/smollm2_precision.sh runs/smollm2_p2_s1 40 0 1 2   # docs/smollm2.md
+#   SETS="--set prompts_per_step=1" bash scripts/smollm2_precision.sh runs/smollm2_p2_s1                 # a cheaper step
 #
 # Each run gets its own folder, $PREFIX_{fp32,bf16}_rN (default runs/smollm2_precision_...), holding the start
 # (hard links) and a GAPO run with the experiment's RL settings (SETS adds --set overrides); lists suite only;
