@@ -38,6 +38,24 @@ def per_seed(measured, key: str) -> str:
     return " / ".join(f"{m[key]:.3f}" for m in measured)
 
 
+def bf16_minus_fp32(pairs, key: str = "heldout_jsd") -> list[float]:
+    """Each RL seed's bf16 - fp32 of one held-out figure, from ``smollm2_report.precision_pairs``."""
+    return [p["bf16"][key] - p["fp32"][key] for p in pairs.values()]
+
+
+def mean_and_se(values) -> tuple[float, float]:
+    """The mean and its standard error (sample standard deviation / sqrt(n)), as the pages quote them."""
+    import statistics
+
+    return statistics.mean(values), statistics.stdev(values) / len(values) ** 0.5
+
+
+def seed1_rerun():
+    """Seed 1's two-prompt run made again on a fresh machine, and the recorded run it repeats."""
+    (rerun,) = recorded_json("smollm2_p2_s1_rerun.json")
+    return rerun, next(r for r in recorded_json("smollm2_p2.json") if r["settings"]["seed"] == 1)
+
+
 RECORDED = recorded_json("demo_seeds.json")
 
 
@@ -296,8 +314,7 @@ def test_readme_start_variation_follows_the_records():
     t07, cos = recorded_json("smollm2_t07.json"), recorded_json("smollm2_cos.json")
     a, b = ([f"{r['before']['heldout_jsd']:.3f}" for r in runs] for runs in (t07, cos))
     assert f"held-out JSD {a[0]} and {b[0]}, seed 1's {a[1]} and {b[1]}." in README
-    (rerun,) = recorded_json("smollm2_p2_s1_rerun.json")
-    recorded = next(r for r in recorded_json("smollm2_p2.json") if r["settings"]["seed"] == 1)
+    rerun, recorded = seed1_rerun()
     assert rerun["before"]["heldout_jsd"] == recorded["before"]["heldout_jsd"] and f"{rerun['before']['heldout_jsd']:.3f}" == b[1]
     assert (f"300 GAPO steps read {rerun['gapo']['heldout_jsd']:.3f} where the recorded run read {recorded['gapo']['heldout_jsd']:.3f}"
             in " ".join(README.split()))
@@ -350,8 +367,6 @@ def test_smollm2_precision_rl_seeds_as_printed():
     """The precision check with RL seeds: six 40-step runs from seed 1's start on seed 1's lists, both tables
     on the page as printed, the page's pooled figure over all six same-start pairs, and the start's
     reproduction of the cosine run's seed-1 start."""
-    import statistics
-
     from gapo_lite.lab.smollm2_report import format_precision_table, precision_pairs
 
     recorded = recorded_json("smollm2_precision_s1.json")
@@ -360,13 +375,12 @@ def test_smollm2_precision_rl_seeds_as_printed():
     assert list(pairs) == [0, 1, 2]
     for key in ("heldout_jsd", "heldout_valid_rate"):
         assert format_precision_table(pairs, key) in page("smollm2.md")
-    mine = [p["bf16"]["heldout_jsd"] - p["fp32"]["heldout_jsd"] for p in pairs.values()]
+    mine = bf16_minus_fp32(pairs)
     text = " ".join(page("smollm2.md").split())
     assert f"The sign changes between pairs ({', '.join(f'{d:+.3f}' for d in mine)})" in text
     for key, quoted in (("heldout_jsd", "Held-out JSD: bf16 - fp32 = {:.3f}, with a standard error of {:.3f}"),
                         ("heldout_valid_rate", "Held-out valid rate: bf16 - fp32 = {:.3f}, standard error {:.3f}")):
-        d = [p["bf16"][key] - p["fp32"][key] for p in pairs.values()]
-        assert quoted.format(statistics.mean(d), statistics.stdev(d) / len(d) ** 0.5) in text
+        assert quoted.format(*mean_and_se(bf16_minus_fp32(pairs, key))) in text
     seconds = {p: " / ".join(f"{r['stage_seconds']['gapo']:.0f}" for r in sorted(recorded, key=lambda r: r["settings"]["rl_seed"])
                              if r["settings"]["precision"] == p) for p in ("fp32", "bf16")}
     assert f"took {seconds['fp32']} s in fp32 and {seconds['bf16']} s in bf16" in text
@@ -376,7 +390,7 @@ def test_smollm2_precision_rl_seeds_as_printed():
     section = page("smollm2.md").split("#### Earlier: 20 steps from seed 0's start")[1].split("####")[0]
     fp32, bf16 = [float(line.split()[-1]) for line in section.splitlines() if line.startswith("held-out JSD ")][:2]
     diffs = mine + [runs["bf16", s] - runs["fp32", s] for s in (0, 1)] + [bf16 - fp32]
-    mean, se = statistics.mean(diffs), statistics.stdev(diffs) / len(diffs) ** 0.5
+    mean, se = mean_and_se(diffs)
     assert f"averages {mean:.3f} with a standard error of {se:.3f} (bf16 lower in {sum(d < 0 for d in diffs)} of the 6)" in text
     cosine = next(r for r in recorded_json("smollm2_cos.json") if r["settings"]["seed"] == 1)["before"]
     assert all(r["before"]["heldout_jsd"] == cosine["heldout_jsd"] and r["before"]["trained_pressure"] == cosine["trained_pressure"] for r in recorded)
@@ -385,8 +399,6 @@ def test_smollm2_precision_rl_seeds_as_printed():
 
 def test_smollm2_target_table_follows_the_records():
     """docs/smollm2.md's "Where the targets stand": each quoted figure from its record, and each verdict from the figures."""
-    import statistics
-
     from gapo_lite.lab.smollm2_report import precision_pairs
 
     section = page("smollm2.md").split("## Where the targets stand")[1].split("\n## ")[0]
@@ -422,9 +434,9 @@ def test_smollm2_target_table_follows_the_records():
 
     step = (DOCS / "results" / "smollm2_step.txt").read_text()
     fp32, bf16 = (next(line.split()[3:5] for line in step.splitlines() if line.startswith(f"shared prompt, {p}")) for p in ("fp32", "bf16"))
-    d = [p["bf16"]["heldout_jsd"] - p["fp32"]["heldout_jsd"] for p in precision_pairs(recorded_json("smollm2_precision_s1.json")).values()]
+    mean, se = mean_and_se(bf16_minus_fp32(precision_pairs(recorded_json("smollm2_precision_s1.json"))))
     assert (f"{fp32[0]} s in fp32, {fp32[1]}x TRL's path ([cost](#cost)); bf16 slower ({bf16[0]} s), so not the default; "
-            f"held-out JSD bf16 - fp32 {statistics.mean(d):.3f}, standard error {statistics.stdev(d) / len(d) ** 0.5:.3f}") in step_row
+            f"held-out JSD bf16 - fp32 {mean:.3f}, standard error {se:.3f}") in step_row
     assert float(fp32[0]) <= 3.5 < float(bf16[0])
 
     cosine = [r["wall_seconds"] for r in recorded_json("smollm2_cos.json")]
@@ -437,8 +449,7 @@ def test_smollm2_seed1_rerun_as_printed():
     run to the digit, and the page's comparison of the two 300-step figures and the stage times."""
     from gapo_lite.lab.smollm2 import format_table as smollm2_table
 
-    (rerun,) = recorded_json("smollm2_p2_s1_rerun.json")
-    recorded = next(r for r in recorded_json("smollm2_p2.json") if r["settings"]["seed"] == 1)
+    rerun, recorded = seed1_rerun()
     assert smollm2_table(rerun) in page("smollm2.md")
     assert rerun["before"]["heldout_jsd"] == recorded["before"]["heldout_jsd"]
     keys = set(rerun["settings"]) | set(recorded["settings"])  # rl_seed is newer than the recorded run: None in both

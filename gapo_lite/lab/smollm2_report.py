@@ -259,9 +259,10 @@ def precision_pairs(all_results: list[dict[str, Any]]) -> dict[int, dict[str, di
     """RL seed -> precision -> the GAPO run's measurement, from the folders of ``scripts/smollm2_precision.sh``:
     one start, one seed's held-out lists, each RL seed run once in each precision."""
     pairs: dict[int, dict[str, dict[str, Any]]] = {}
+    first = all_results[0]
     for r in all_results:
         s = r["settings"]
-        if (s["seed"], r["before"]["heldout_jsd"]) != (all_results[0]["settings"]["seed"], all_results[0]["before"]["heldout_jsd"]):
+        if (s["seed"], r["before"]["heldout_jsd"]) != (first["settings"]["seed"], first["before"]["heldout_jsd"]):
             raise ValueError("the folders do not share one start and one seed's lists (their seeds or measured starts differ)")
         if s.get("precision") not in PRECISIONS or "gapo" not in r:
             raise ValueError(f"a folder holds no finished fp32 or bf16 GAPO run (precision {s.get('precision')!r})")
