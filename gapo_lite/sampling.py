@@ -37,12 +37,15 @@ def sample_completions(
     top_p: float = 1.0,
     progress: bool = True,
     precision: str = "auto",
-) -> list[list[str]]:
+    return_ended: bool = False,
+) -> list[list[str]] | tuple[list[list[str]], list[list[bool]]]:
     """``n`` sampled completions (decoded, special tokens removed) for every prompt, in prompt order.
 
     A prompt's ``n`` samples are drawn ``batch_size`` at a time, its prefix computed once per batch; ``temperature=0``
     means greedy decoding. The same seed, model and prompts give the same samples. On a CPU, ``precision``
     (see :func:`gapo_lite._bootstrap.cpu_precision`) decides whether generation runs under bf16 autocast.
+    ``return_ended``: also whether each completion ended its turn (its end-of-sequence token within
+    ``max_new_tokens``), as ``(texts, ended)``.
     """
     import contextlib
 
@@ -74,16 +77,19 @@ def sample_completions(
     generator_state = torch.random.get_rng_state()
     torch.manual_seed(seed)
     outputs: list[list[str]] = [[] for _ in texts]
+    ended: list[list[bool]] = [[] for _ in texts]
     try:
         with torch.no_grad(), autocast:
             for i, k in tqdm(chunks, desc="sampling", disable=not progress, leave=False):
                 ids = tokenizer(texts[i], return_tensors="pt", add_special_tokens=False)["input_ids"].to(device)
-                outputs[i].extend(_sample_shared_prefix(model, tokenizer, ids, k, kwargs))
+                decoded, finished = _sample_shared_prefix(model, tokenizer, ids, k, kwargs)
+                outputs[i].extend(decoded)
+                ended[i].extend(finished)
     finally:
         torch.random.set_rng_state(generator_state)
         if was_training:
             model.train()
-    return outputs
+    return (outputs, ended) if return_ended else outputs
 
 
 def _split(n: int, batch_size: int) -> list[int]:
@@ -91,13 +97,14 @@ def _split(n: int, batch_size: int) -> list[int]:
     return [min(batch_size, n - start) for start in range(0, n, batch_size)]
 
 
-def _sample_shared_prefix(model: Any, tokenizer: Any, ids: Any, copies: int, kwargs: dict[str, Any]) -> list[str]:
-    """``copies`` completions of one prompt (``ids``: 1 x T)."""
+def _sample_shared_prefix(model: Any, tokenizer: Any, ids: Any, copies: int, kwargs: dict[str, Any]) -> tuple[list[str], list[bool]]:
+    """``copies`` completions of one prompt (``ids``: 1 x T), and whether each generated the eos token."""
     import torch
 
     batch = ids.repeat(copies, 1)
-    out = generate_shared_prefix(model, batch, torch.ones_like(batch), **kwargs)
-    return tokenizer.batch_decode(out[:, ids.shape[1]:], skip_special_tokens=True)
+    out = generate_shared_prefix(model, batch, torch.ones_like(batch), **kwargs)[:, ids.shape[1]:]
+    ended = (out == kwargs["eos_token_id"]).any(dim=1).tolist()
+    return tokenizer.batch_decode(out, skip_special_tokens=True), ended
 
 
 def prompt_groups(input_ids: Any, attention_mask: Any, prompt_length: int) -> list[Any]:

@@ -75,11 +75,18 @@ def test_valid_unique_at_n_counts_answers_not_sentences():
         "Istanbul.",
         "London",
     ]
-    r = score_answers(replies, noun="city", vocabulary=CITIES)
+    r = score_answers(replies, noun="city", vocabulary=CITIES, clean=False)  # the first answer found counts
     assert r["unique"] == 8 and r["answer_rate"] == 1.0  # raw: every sentence is its own "answer"
     assert r["valid"] == ["dublin", "dublin", "dublin", None, None, None, "istanbul", "london"]
     assert r["unique_valid"] == 3 and r["valid_rate"] == pytest.approx(5 / 8)
     assert r["top_valid"][0] == {"answer": "dublin", "count": 3, "share": 3 / 8}
     assert r["validator"] == "word list (5 items)"
-    short = score_answers(replies, noun="city")  # no word list: Nova Haven is a valid name
+    short = score_answers(replies, noun="city", clean=False)  # no word list: Nova Haven is a valid name
     assert short["unique_valid"] == 4 and short["validator"] == "short answer"
+    # The clean rule: "Dublin, Ireland" carries more than the answer; the lenient figure is kept beside it.
+    clean = score_answers(replies, noun="city", vocabulary=CITIES)
+    assert clean["valid"] == ["dublin", None, "dublin", None, None, None, "istanbul", "london"]
+    assert clean["valid_rate"] == pytest.approx(4 / 8) and clean["lenient_valid_rate"] == pytest.approx(5 / 8)
+    assert clean["lenient_unique_valid"] == 3 and "end_rate" not in clean  # no end flags given: all taken as ended
+    cut = score_answers(replies, noun="city", vocabulary=CITIES, ended=[True, True, False, True, True, True, True, False])
+    assert cut["valid"] == ["dublin", None, None, None, None, None, "istanbul", None] and cut["end_rate"] == pytest.approx(6 / 8)

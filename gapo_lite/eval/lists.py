@@ -109,30 +109,49 @@ def summarize(per_list: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def reply_form(texts: list[str], ended: list[bool]) -> dict[str, float]:
+    """How replies look, whatever they say: the share that ended their turn (``end_rate``), their mean length in
+    words and its standard deviation (``mean_words``, ``sd_words``), and how many there were (``replies``)."""
+    n = len(texts)
+    if not n:
+        return {"end_rate": math.nan, "mean_words": math.nan, "sd_words": math.nan, "replies": 0}
+    words = [len(t.split()) for t in texts]
+    mean = sum(words) / n
+    return {"end_rate": sum(ended) / n, "mean_words": mean, "sd_words": math.sqrt(sum((w - mean) ** 2 for w in words) / n), "replies": n}
+
+
 def run_lists(
     model, tokenizer, settings: SampleSettings, *, num_lists: int = 10, list_size: int = 8, num_orders: int = 4,
-    template: str = DEFAULT_TEMPLATE, split: str = "heldout",
+    template: str = DEFAULT_TEMPLATE, split: str = "heldout", clean: bool = True,
 ) -> dict[str, Any]:
     """Sample ``settings.n`` answers per list, spread over its orders, and score them. Returns metrics and samples.
 
-    ``split`` picks the categories: ``heldout`` (the paper's protocol) or ``train``."""
+    ``split`` picks the categories: ``heldout`` (the paper's protocol) or ``train``. ``clean`` (the rule the
+    GAPO reward trains with, ``gapo_lite.answers.clean``): a reply counts as its item only when it ended its
+    turn within ``settings.max_new_tokens`` and is the item alone; ``lenient`` beside it holds JSD and valid
+    rate by the first item found (the rule of records made before, and of ``clean=False``)."""
+    from gapo_lite.answers.clean import clean_choice
     from gapo_lite.data import format_prompt, parse_choice
 
     lists = make_eval_lists(num_lists, list_size, num_orders, settings.seed, split=split)
     counts = split_counts(settings.n, num_orders)
     per_order = max(counts)
     prompts = [[{"role": "user", "content": format_prompt(list(order), lst.category, template)}] for lst in lists for order in lst.orders]
-    completions = sample(model, tokenizer, prompts, settings, n=per_order, seed_offset=101)
-    per_list, samples = [], []
+    completions, finished = sample(model, tokenizer, prompts, settings, n=per_order, seed_offset=101, return_ended=True)
+    per_list, lenient, samples = [], [], []
     for i, lst in enumerate(lists):
         choices: list[str | None] = []
+        first_found: list[str | None] = []
         shown: list[tuple[str, ...]] = []
         for k, order in enumerate(lst.orders):
-            for text in completions[i * num_orders + k][: counts[k]]:
-                choice = parse_choice(text, lst.items)
+            row = i * num_orders + k
+            for text, ended in zip(completions[row][: counts[k]], finished[row][: counts[k]]):
+                found = parse_choice(text, lst.items)
+                choice = (clean_choice(text, lst.items) if ended else None) if clean else found
                 choices.append(choice)
+                first_found.append(found)
                 shown.append(order)
-                samples.append({"list_id": lst.list_id, "order": k, "completion": text, "choice": choice})
+                samples.append({"list_id": lst.list_id, "order": k, "completion": text, "ended": ended, "choice": choice, "lenient_choice": found})
         per_list.append(
             {
                 "list_id": lst.list_id,
@@ -142,8 +161,12 @@ def run_lists(
                 **score_list(choices, shown, lst.items),
             }
         )
+        lenient.append(score_list(first_found, shown, lst.items))
     pressure = pressure_by_prompt(per_list, samples)
-    return {"lists": per_list, **summarize(per_list), "pressure": pressure, "template": template, "num_orders": num_orders, "samples": samples}
+    form = reply_form([x["completion"] for x in samples], [x["ended"] for x in samples])
+    old = summarize(lenient)
+    return {"lists": per_list, **summarize(per_list), **form, "clean": clean, "lenient": {"mean_jsd": old["mean_jsd"], "mean_valid_rate": old["mean_valid_rate"]},
+            "pressure": pressure, "template": template, "num_orders": num_orders, "samples": samples}
 
 
 def pressure_by_prompt(per_list: list[dict[str, Any]], samples: list[dict[str, Any]], invalid_reward: float = -1.0) -> dict[str, Any]:

@@ -27,8 +27,9 @@ class SampleSettings:
             raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
 
 
-def sample(model, tokenizer, prompts, settings: SampleSettings, *, n: int | None = None, seed_offset: int = 0) -> list[list[str]]:
-    """``gapo_lite.sampling.sample_completions`` with ``settings`` (``n`` overrides ``settings.n``)."""
+def sample(model, tokenizer, prompts, settings: SampleSettings, *, n: int | None = None, seed_offset: int = 0, return_ended: bool = False):
+    """``gapo_lite.sampling.sample_completions`` with ``settings`` (``n`` overrides ``settings.n``); with
+    ``return_ended``, ``(texts, ended)``."""
     from gapo_lite.sampling import sample_completions
 
     return sample_completions(
@@ -42,4 +43,5 @@ def sample(model, tokenizer, prompts, settings: SampleSettings, *, n: int | None
         seed=settings.seed + seed_offset,
         progress=settings.progress,
         precision=settings.precision,
+        return_ended=return_ended,
     )

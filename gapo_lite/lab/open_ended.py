@@ -66,7 +66,7 @@ def measure(model: Any, tokenizer: Any, s: OpenSettings) -> dict[str, Any]:
     from gapo_lite.rewards import Group, open_ended_scorer
     from gapo_lite.sampling import sample_completions
 
-    scorer = open_ended_scorer("all")
+    scorer = open_ended_scorer("all", clean=False)
     out: dict[str, Any] = {}
     for temperature in s.eval_temperatures:
         for split in ("train", "heldout"):
@@ -100,9 +100,9 @@ def experiment(s: OpenSettings) -> Experiment:
     def data():
         return build_open_ended_dataset(s.rl_steps * s.prompts_per_step, split="train", seed=s.seed)
 
-    runs = [RLRun("gapo", LABELS["gapo"], lambda: open_ended_scorer("train"), data)]
+    runs = [RLRun("gapo", LABELS["gapo"], lambda: open_ended_scorer("train", clean=False), data)]
     if s.baseline:
-        runs.append(RLRun("baseline", LABELS["baseline"], lambda: ValidityReward(open_ended_scorer("train")), data))
+        runs.append(RLRun("baseline", LABELS["baseline"], lambda: ValidityReward(open_ended_scorer("train", clean=False)), data))
     return Experiment(
         settings=s,
         build_model=lambda path: build_tiny_model(path, words=prompt_words("all"), hidden_size=s.hidden_size, num_layers=s.num_layers,

@@ -207,6 +207,8 @@ def tiny_rl_config(s: Any, start: Path, out: Path, **fields: Any):
         "model": str(start), "backend": "transformers", "load_in_4bit": False, "use_lora": False, "num_generations": s.num_generations,
         "prompts_per_step": s.prompts_per_step, "temperature": s.rl_temperature, "learning_rate": s.rl_lr, "max_steps": s.rl_steps,
         "save_steps": s.rl_steps, "save_total_limit": 1, "seed": s.seed, "output_dir": str(out), "optim": "adamw_torch",
+        # The miniatures' word-level models answer in 1-3 tokens and were recorded reading the first answer found.
+        "clean_answers": False,
     }
     return TrainConfig(**{**base, **fields})
 

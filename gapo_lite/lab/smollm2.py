@@ -21,8 +21,9 @@ from typing import Any
 from gapo_lite._bootstrap import REQUESTED_PRECISIONS
 from gapo_lite.lab.runner import Experiment, RLRun, module_main, run_staged, settings_from_args, table
 
-REWARDS = {"gapo": "gapo", "grpo_baseline": "validity"}
-LABELS = {"before": "start", "gapo": "GAPO", "grpo_baseline": "GRPO + validity reward"}
+REWARDS = {"gapo": "gapo", "gapo_lists": "gapo", "grpo_baseline": "validity"}
+LABELS = {"before": "start", "gapo": "GAPO", "gapo_lists": "GAPO, lists only", "grpo_baseline": "GRPO + validity reward"}
+LISTS_ONLY = ("gapo_lists",)  # runs that train on list prompts alone (the paper's recipe) whatever open_share says
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ class SmolSettings:
     warmup_batch: int = 8
     warmup_lr: float = 2e-5
     rl_steps: int = 60
-    runs: tuple[str, ...] = ("gapo", "grpo_baseline")  # which RL runs, from the same start
+    runs: tuple[str, ...] = ("gapo", "grpo_baseline")  # which RL runs, from the same start (also "gapo_lists": GAPO on list prompts only)
     # RL settings that differ from the recipe's (None: the recipe's value)
     invalid_reward: float | None = None  # the reward of an invalid answer, for both runs; the paper's is -1
     num_generations: int | None = None
@@ -45,12 +46,17 @@ class SmolSettings:
     rl_temperature: float | None = None
     rl_schedule: str | None = None  # the learning-rate schedule (TrainConfig.lr_scheduler_type); a resumed run follows it from its step
     beta: float | None = None  # KL to the start (TrainConfig.beta; the paper's and the recipe's is 0): keeps what the lists do not train
+    open_share: float = 0.0  # share of open naming prompts (categories outside the open suite) in the gapo and baseline runs' data
+    clean_answers: bool = True  # reward and measurements: an answer counts only when the reply ended its turn and is that answer alone
     eval_lists: int = 10
     eval_samples: int = 100
     eval_temperature: float = 0.7
-    completion_tokens: int = 8  # the recipe's max_completion_length: RL and evaluation read the same text
+    completion_tokens: int = 16  # RL's max_completion_length and the lists suite's: room for a natural answer to end inside
+    warmup_tokens: int = 8  # the warm-up's own replies (the recorded starts were warmed on 8-token replies)
     open_samples: int = 0  # > 0: the open-ended suite (10 prompts) with this many samples each, after every stage
-    open_tokens: int = 12
+    open_tokens: int = 16
+    open_validator: str = "open"  # the open suite's vocabularies: "open" (any real city / country), "word_lists", "short"
+    guard: bool = True  # the guard suite (90 ordinary instructions, greedy) after every stage
     seed: int = 0
     rl_seed: int | None = None  # the RL runs' own seed (their samples, prompt order, LoRA init); None: seed. Lists and measurements follow seed
     threads: int = 2
@@ -59,6 +65,12 @@ class SmolSettings:
     def __post_init__(self) -> None:
         if self.precision not in REQUESTED_PRECISIONS:
             raise ValueError(f"precision must be 'auto', 'bf16' or 'fp32', got {self.precision!r}")
+        if not 0.0 <= self.open_share <= 1.0:
+            raise ValueError(f"open_share must be in [0, 1], got {self.open_share}")
+        from gapo_lite.eval.open_ended import VALIDATORS
+
+        if self.open_validator not in VALIDATORS:
+            raise ValueError(f"open_validator must be one of {VALIDATORS}, got {self.open_validator!r}")
 
     @classmethod
     def quick(cls) -> "SmolSettings":
@@ -78,7 +90,7 @@ def own_valid_answers(model: Any, tokenizer: Any, s: SmolSettings) -> tuple[list
     from gapo_lite.eval.settings import SampleSettings, sample
 
     rows = build_list_dataset(s.warmup_prompts, split="train", max_items=8, seed=s.seed + 7)
-    settings = SampleSettings(n=s.warmup_samples, temperature=s.eval_temperature, max_new_tokens=s.completion_tokens, batch_size=64, seed=s.seed,
+    settings = SampleSettings(n=s.warmup_samples, temperature=s.eval_temperature, max_new_tokens=s.warmup_tokens, batch_size=64, seed=s.seed,
                               progress=True, precision=s.precision)
     replies = sample(model, tokenizer, [r["prompt"] for r in rows], settings, seed_offset=7)
     pairs = [(r["prompt"], choice) for r, texts in zip(rows, replies) for choice in (parse_choice(t, r["items"]) for t in texts) if choice is not None]
@@ -101,18 +113,26 @@ def warm_up(model: Any, tokenizer: Any, s: SmolSettings) -> list[float]:
 
 
 def measure(model: Any, tokenizer: Any, s: SmolSettings) -> dict[str, Any]:
-    """The lists suite on held-out categories (the paper's protocol) at ``eval_temperature``."""
+    """The lists suite on held-out categories (the paper's protocol) at ``eval_temperature``; the open suite and
+    the guard suite when asked for. ``clean_answers`` picks the rule the figures count by; the lists' and the
+    open suite's figures by the rule of the records made before (first answer found, the kit's word lists)
+    are kept beside them (``lenient``, ``open.old_rule``)."""
     from gapo_lite.eval.lists import pressure_by_prompt, run_lists
     from gapo_lite.eval.settings import SampleSettings
 
     settings = SampleSettings(n=s.eval_samples, temperature=s.eval_temperature, max_new_tokens=s.completion_tokens, batch_size=64, seed=s.seed, precision=s.precision)
-    r = run_lists(model, tokenizer, settings, num_lists=s.eval_lists)
+    r = run_lists(model, tokenizer, settings, num_lists=s.eval_lists, clean=s.clean_answers)
     mean = r["pressure"]["mean"] or {}  # None when no answer was valid; the paper's reward (-1 for an invalid answer)
     trained = pressure_by_prompt(r["lists"], r["samples"], invalid_reward=s.trained_invalid_reward)["mean"] or {}
     invalid = [x["completion"] for x in r["samples"] if x["choice"] is None]
     measured = {
         "heldout_jsd": r["mean_jsd"],
         "heldout_valid_rate": r["mean_valid_rate"],
+        "heldout_end_rate": r["end_rate"],
+        "heldout_mean_words": r["mean_words"],
+        "heldout_sd_words": r["sd_words"],
+        "heldout_replies": r["replies"],
+        "lenient": r["lenient"],
         "heldout_position_tv": r["position_tv"],
         "heldout_position_shares": r["position_shares"],
         "pressure": mean.get("pressure", math.nan),
@@ -123,18 +143,30 @@ def measure(model: Any, tokenizer: Any, s: SmolSettings) -> dict[str, Any]:
         "trained_pressure": trained.get("pressure", math.nan),
         "trained_threshold": trained.get("threshold", math.nan),
         "heldout_choices": [x["choice"] for x in r["samples"]],
+        "heldout_completions": [x["completion"] for x in r["samples"]],
+        "heldout_ended": [x["ended"] for x in r["samples"]],
         "invalid_examples": invalid[:: max(1, len(invalid) // 12)][:12],
     }
     if s.open_samples > 0:
-        from gapo_lite.eval.open_ended import run_open
+        from gapo_lite.eval.open_ended import PROMPTS, run_open, score_open
 
         open_settings = SampleSettings(n=s.open_samples, temperature=s.eval_temperature, max_new_tokens=s.open_tokens, batch_size=64, seed=s.seed, precision=s.precision)
-        o = run_open(model, tokenizer, open_settings)
+        o = run_open(model, tokenizer, open_settings, validator=s.open_validator, clean=s.clean_answers)
+        old = score_open(dict(zip(PROMPTS, o["completions"])), PROMPTS, validator="word_lists", clean=False)
+        keys = ("mean_unique_valid", "mean_valid_rate", "mean_unique", "mean_end_rate", "mean_words", "sd_words", "replies", "mean_lenient_unique_valid",
+                "mean_lenient_valid_rate")
         measured["open"] = {
-            "mean_unique_valid": o["mean_unique_valid"], "mean_valid_rate": o["mean_valid_rate"], "mean_unique": o["mean_unique"],
-            "prompts": {k: {key: v[key] for key in ("unique", "unique_valid", "valid_rate", "validator", "top_valid")} for k, v in o["prompts"].items()},
-            "completions": o["completions"],  # kept whole, so the answers can be re-validated (e.g. against open vocabularies) without resampling
+            **{k: o[k] for k in keys}, "validator": s.open_validator, "clean": s.clean_answers,
+            "old_rule": {"mean_unique_valid": old["mean_unique_valid"], "mean_valid_rate": old["mean_valid_rate"]},
+            "prompts": {k: {key: v[key] for key in ("unique", "unique_valid", "valid_rate", "end_rate", "mean_words", "validator", "top_valid")}
+                        for k, v in o["prompts"].items()},
+            "completions": o["completions"],  # kept whole, with their end flags, so the answers can be scored again without resampling
+            "ended": o["ended"],
         }
+    if s.guard:
+        from gapo_lite.eval.guard import run_guard
+
+        measured["guard"] = run_guard(model, tokenizer, precision=s.precision, progress=False)
     return measured
 
 
@@ -151,15 +183,20 @@ def rl_config(s: SmolSettings, start: Path, out: Path, run: RLRun):
                "beta": s.beta}
     return dataclasses.replace(base, model=str(start), reward=REWARDS[run.name], max_steps=s.rl_steps, save_steps=max(1, min(25, s.rl_steps // 2)),
                                save_total_limit=1, max_completion_length=s.completion_tokens, output_dir=str(out), seed=rl_seed, data_seed=rl_seed, precision=s.precision,
+                               clean_answers=s.clean_answers, open_share=0.0 if run.name in LISTS_ONLY else s.open_share,
                                **{k: v for k, v in changed.items() if v is not None})
 
 
 ROWS = (("heldout_valid_rate", "held-out valid rate"), ("heldout_jsd", "held-out JSD"), ("heldout_position_tv", "position bias (TV)"),
         ("dominant_share", "dominant share per prompt"), ("pressure", "mode pressure (< 0: GAPO spreads)"), ("threshold", "validity threshold"))
 # Rows only newer runs record: the diagnostic for the reward trained with, and the open-ended suite.
-EXTRA_ROWS = (("trained_pressure", "pressure, reward trained with"), ("trained_threshold", "threshold, reward trained with"),
+EXTRA_ROWS = (("heldout_end_rate", "held-out: replies that end their turn"), ("heldout_mean_words", "held-out: mean reply length (words)"),
+              ("lenient.mean_jsd", "held-out JSD, first item found"), ("lenient.mean_valid_rate", "held-out valid, first item found"),
+              ("trained_pressure", "pressure, reward trained with"), ("trained_threshold", "threshold, reward trained with"),
               ("open.mean_unique_valid", "open: valid Unique@N per prompt"), ("open.mean_valid_rate", "open: valid rate"),
-              ("open.mean_unique", "open: distinct replies per prompt"))
+              ("open.mean_end_rate", "open: replies that end their turn"), ("open.mean_words", "open: mean reply length (words)"),
+              ("open.old_rule.mean_unique_valid", "open: valid Unique@N, old rule"), ("open.old_rule.mean_valid_rate", "open: valid rate, old rule"),
+              ("open.mean_unique", "open: distinct replies per prompt"), ("guard.accuracy", "guard: accuracy (90 instructions)"))
 
 
 def _value(measured: dict[str, Any], key: str) -> Any:

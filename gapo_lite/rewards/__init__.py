@@ -2,7 +2,8 @@
 
 Layout (arrows point down only): ``group`` (Group, the scorer protocol, group metrics) and ``frequency``
 (the reward formula) at the bottom; the scorers (``lists``, ``open_ended``, ``categories``, ``semantic``,
-``accuracy``, ``validity``; ``AccuracyReward`` and ``ValidityReward`` are the per-sample baselines) on them; ``hook`` (GroupReward) on top. Answer parsing comes from
+``accuracy``, ``validity``, ``tasks``; ``AccuracyReward`` and ``ValidityReward`` are the per-sample baselines)
+on them; ``hook`` (GroupReward) on top. Answer parsing comes from
 :mod:`gapo_lite.answers`; nothing here imports ``eval`` or ``experiments``.
 """
 from gapo_lite.answers import canonical_answer, extract_number
@@ -14,6 +15,7 @@ from gapo_lite.rewards.hook import GroupReward, completion_text
 from gapo_lite.rewards.lists import FrequencyScorer, ValidityScorer
 from gapo_lite.rewards.open_ended import OpenEndedFrequencyScorer
 from gapo_lite.rewards.semantic import SemanticClusterer, SemanticScorer
+from gapo_lite.rewards.tasks import TaskScorer
 from gapo_lite.rewards.validity import ValidityReward
 
 __all__ = [
@@ -27,6 +29,7 @@ __all__ = [
     "OpenEndedFrequencyScorer",
     "SemanticClusterer",
     "SemanticScorer",
+    "TaskScorer",
     "ValidityReward",
     "ValidityScorer",
     "canonical_answer",

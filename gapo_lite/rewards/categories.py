@@ -15,11 +15,12 @@ class CategoryScorer:
 
     name = "gapo_open_ended"
 
-    def __init__(self, vocabularies_by_category: dict[str, Sequence[str]], *, column: str = "category", invalid_reward: float = -1.0) -> None:
+    def __init__(self, vocabularies_by_category: dict[str, Sequence[str]], *, column: str = "category", invalid_reward: float = -1.0,
+                 clean: bool = True) -> None:
         if not vocabularies_by_category:
             raise ValueError("CategoryScorer needs at least one category vocabulary")
         self.column = column
-        self.scorers = {c: OpenEndedFrequencyScorer(list(v), invalid_reward=invalid_reward) for c, v in vocabularies_by_category.items()}
+        self.scorers = {c: OpenEndedFrequencyScorer(list(v), invalid_reward=invalid_reward, clean=clean) for c, v in vocabularies_by_category.items()}
 
     def scorer_for(self, group: Group) -> OpenEndedFrequencyScorer:
         if self.column not in group.columns:
@@ -36,12 +37,13 @@ class CategoryScorer:
         return self.scorer_for(group)(group)
 
 
-def open_ended_scorer(split: str = "all", invalid_reward: float = -1.0, names: Sequence[str] | None = None) -> CategoryScorer:
-    """A :class:`CategoryScorer` over the word-list categories ``names`` (default: every category of ``split``)."""
+def open_ended_scorer(split: str = "all", invalid_reward: float = -1.0, names: Sequence[str] | None = None, clean: bool = True) -> CategoryScorer:
+    """A :class:`CategoryScorer` over the word-list categories ``names`` (default: every category of ``split``);
+    ``clean``: an answer counts only when the reply is that answer alone."""
     from gapo_lite.data.lists import categories
 
     pool = categories(split)  # type: ignore[arg-type]
     unknown = [c for c in names or () if c not in pool]
     if unknown:
         raise ValueError(f"categories {unknown} are not in split {split!r}; known: {', '.join(sorted(pool))}")
-    return CategoryScorer({c: pool[c] for c in (names if names is not None else sorted(pool))}, invalid_reward=invalid_reward)
+    return CategoryScorer({c: pool[c] for c in (names if names is not None else sorted(pool))}, invalid_reward=invalid_reward, clean=clean)

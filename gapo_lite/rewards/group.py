@@ -11,12 +11,17 @@ from gapo_lite.metrics import entropy
 
 @dataclass(frozen=True)
 class Group:
-    """All completions sampled for one prompt, with that prompt's dataset columns."""
+    """All completions sampled for one prompt, with that prompt's dataset columns.
+
+    ``ended`` says, per completion, whether it ended its turn inside the length limit (``None``: not known).
+    :class:`~gapo_lite.rewards.GroupReward` hands a completion that did not end to the scorer as the empty
+    reply, which every scorer of the kit scores invalid: a reply cut off mid-way is no answer."""
 
     key: str
     prompt: Any
     completions: list[str]
     columns: dict[str, Any] = field(default_factory=dict)
+    ended: tuple[bool, ...] | None = None
 
 
 @runtime_checkable

@@ -68,6 +68,7 @@ class GroupReward:
         group_column: str = "prompt_id",
         name: str | None = None,
         log_metrics: bool = True,
+        end_token_ids: Sequence[int] | None = None,
     ) -> None:
         if scorer is None:
             scorer = FrequencyScorer()
@@ -77,6 +78,7 @@ class GroupReward:
         self.num_generations = num_generations
         self.group_column = group_column
         self.log_metrics = log_metrics
+        self.end_token_ids = None if end_token_ids is None else frozenset(int(i) for i in end_token_ids)
         self.__name__ = name or getattr(scorer, "name", None) or "gapo"
 
     def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float]:
@@ -110,11 +112,21 @@ class GroupReward:
         if log_metric is not None and metrics_groups:
             for name, value in group_metrics([a for _, a in metrics_groups]).items():
                 log_metric(f"{self.__name__}/{name}", value)
+            ends = [e for g, _ in metrics_groups if g.ended is not None for e in g.ended]
+            if ends:
+                log_metric(f"{self.__name__}/end_rate", sum(ends) / len(ends))
         return rewards
+
+    def _ended(self, completion_ids: Any) -> list[bool] | None:
+        """Per row: did the completion end its turn (its last id an end token)? ``None`` when not known."""
+        if self.end_token_ids is None or completion_ids is None:
+            return None
+        return [bool(len(ids)) and int(ids[-1]) in self.end_token_ids for ids in completion_ids]
 
     def _local_rows(self, prompts: Sequence[Any], completions: Sequence[Any], kwargs: dict[str, Any]) -> list[dict[str, Any]]:
         columns = {k: v for k, v in kwargs.items() if k not in _TRL_KWARGS and isinstance(v, (list, tuple)) and len(v) == len(prompts)}
         ids = columns.get(self.group_column)
+        ended = self._ended(kwargs.get("completion_ids"))
         rows = []
         for i, (prompt, completion) in enumerate(zip(prompts, completions)):
             rows.append(
@@ -122,6 +134,7 @@ class GroupReward:
                     "key": _key_of(ids[i] if ids is not None else None, prompt),
                     "prompt": prompt,
                     "completion": completion_text(completion),
+                    "ended": None if ended is None else ended[i],
                     "columns": {k: v[i] for k, v in columns.items()},
                 }
             )
@@ -143,10 +156,11 @@ class GroupReward:
             stop = start
             while stop < len(rows) and rows[stop]["key"] == key:
                 stop += 1
-            first = rows[start]
-            groups.append(
-                (start, Group(key=key, prompt=first["prompt"], completions=[r["completion"] for r in rows[start:stop]], columns=first["columns"]))
-            )
+            first, members = rows[start], rows[start:stop]
+            known = all(r["ended"] is not None for r in members)
+            ended = tuple(r["ended"] for r in members) if known else None
+            texts = [r["completion"] if not known or r["ended"] else "" for r in members]
+            groups.append((start, Group(key=key, prompt=first["prompt"], completions=texts, columns=first["columns"], ended=ended)))
             start = stop
         sizes = [len(g.completions) for _, g in groups]
         expected = self.num_generations if self.num_generations is not None else sizes[0] if sizes else 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from gapo_lite.answers.choice import parse_choice
+from gapo_lite.answers.clean import clean_choice
 from gapo_lite.rewards.frequency import frequency_aware_rewards
 from gapo_lite.rewards.group import Group
 from gapo_lite.rewards.validity import ValidityReward
@@ -11,14 +12,29 @@ from gapo_lite.rewards.validity import ValidityReward
 Parser = Callable[[str, Sequence[str]], "str | None"]
 
 
+def choice_parser(clean: bool = True) -> Parser:
+    """How a completion's list item is read: the reply must be the item alone (:func:`clean_choice`), or with
+    ``clean=False`` the one item it mentions, whatever else it says (:func:`parse_choice`)."""
+    return clean_choice if clean else parse_choice
+
+
 class FrequencyScorer:
-    """GAPO: parse each completion's chosen list item, then score the group with the frequency reward."""
+    """GAPO: parse each completion's chosen list item, then score the group with the frequency reward.
+
+    ``clean`` (default): only a reply that is the item alone counts (``gapo_lite.answers.clean``), so a
+    run-on "Cat Cat Cat" or "Owl, Cat" scores invalid; ``parse`` replaces the parser altogether.
+
+    >>> from gapo_lite.rewards import Group
+    >>> group = Group("p0", "Pick one: Owl, Cat, Dog.", ["Owl", "Owl.", "Cat", "Cat Cat Cat"], {"items": ["Owl", "Cat", "Dog"]})
+    >>> [round(r, 3) for r in FrequencyScorer()(group)], [round(r, 3) for r in FrequencyScorer(clean=False)(group)]
+    ([0.667, 0.667, 1.0, -1.0], [0.833, 0.833, 0.833, 0.833])
+    """
 
     name = "gapo_frequency"
 
-    def __init__(self, items_column: str = "items", parse: Parser = parse_choice, invalid_reward: float = -1.0) -> None:
+    def __init__(self, items_column: str = "items", parse: Parser | None = None, invalid_reward: float = -1.0, clean: bool = True) -> None:
         self.items_column = items_column
-        self.parse = parse
+        self.parse = parse or choice_parser(clean)
         self.invalid_reward = invalid_reward
 
     def _items(self, group: Group) -> list[str]:
@@ -40,5 +56,5 @@ class FrequencyScorer:
 class ValidityScorer(ValidityReward):
     """Plain GRPO baseline on list prompts: 1 for any valid list item, ``invalid_reward`` otherwise."""
 
-    def __init__(self, items_column: str = "items", parse: Parser = parse_choice, invalid_reward: float = -1.0) -> None:
-        super().__init__(FrequencyScorer(items_column, parse, invalid_reward), invalid_reward)
+    def __init__(self, items_column: str = "items", parse: Parser | None = None, invalid_reward: float = -1.0, clean: bool = True) -> None:
+        super().__init__(FrequencyScorer(items_column, parse, invalid_reward, clean), invalid_reward)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Union
 
 from gapo_lite.answers.canonical import canonical_answer
+from gapo_lite.answers.clean import single_answer
 from gapo_lite.rewards.frequency import frequency_rewards_with_L
 from gapo_lite.rewards.group import Group
 
@@ -55,7 +56,8 @@ class OpenEndedFrequencyScorer:
     a :class:`pathlib.Path` or a string naming an existing file (a vocabulary, one answer per line),
     a compiled regex or any other string (a pattern, ``fullmatch``-ed against the canonical answer), or
     a callable ``str -> bool`` (given the canonical answer). ``extract`` picks the answer text out of a
-    completion (default: the whole completion).
+    completion (default: the whole completion). ``clean`` (default) counts that text only when it is one
+    answer alone (:func:`~gapo_lite.answers.clean.single_answer`): "Paris, London" or "Paris is nice" is no answer.
     """
 
     name = "gapo_open_ended"
@@ -68,12 +70,14 @@ class OpenEndedFrequencyScorer:
         canonical: Callable[[str], str | None] = canonical_answer,
         extract: Callable[[str], str | None] | None = None,
         invalid_reward: float = -1.0,
+        clean: bool = True,
     ) -> None:
         if num_valid is not None and num_valid < 1:
             raise ValueError(f"num_valid (L) must be >= 1, got {num_valid}")
         self.canonical = canonical
         self.extract = extract
         self.invalid_reward = invalid_reward
+        self.clean = clean
         self.vocabulary: frozenset[str] | None = None
         self._check = self._build_check(validator)
         if num_valid is None and self.vocabulary is not None:
@@ -117,6 +121,8 @@ class OpenEndedFrequencyScorer:
         out: list[str | None] = []
         for completion in group.completions:
             text = self.extract(completion) if self.extract is not None else completion
+            if self.clean and text is not None:
+                text = single_answer(text)
             answer = self.canonical(text) if text is not None else None
             out.append(answer if answer is not None and self._check(answer) else None)
         return out

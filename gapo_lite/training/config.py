@@ -54,8 +54,13 @@ class TrainConfig:
     mask_truncated_completions: bool = False
     temperature: float = 1.0
     max_completion_length: int = 32
+    # An answer counts only when the reply is that answer alone and ended its turn inside max_completion_length
+    # (gapo_lite.answers.clean): the list parser otherwise pays a cut-off "Cat Cat Cat ..." whose first item
+    # parses, and RL learns to stop ending its turn (docs/smollm2.md). False: the first answer found counts.
+    clean_answers: bool = True
     # data
     split: Literal["train", "heldout", "all"] = "train"
+    open_share: float = 0.0  # share of open-ended naming prompts among the list prompts (gapo_lite.data.mixed)
     num_prompts: int | None = None
     min_items: int = 4
     max_items: int = 12
@@ -116,6 +121,8 @@ class TrainConfig:
             raise ValueError(f"TrainConfig.epsilon and epsilon_high must be > 0, got {self.epsilon} and {self.epsilon_high}")
         if not 0.0 < self.gpu_memory_utilization < 1.0:
             raise ValueError(f"TrainConfig.gpu_memory_utilization must be in (0, 1), got {self.gpu_memory_utilization}")
+        if not 0.0 <= self.open_share <= 1.0:
+            raise ValueError(f"TrainConfig.open_share must be in [0, 1], got {self.open_share}")
         if self.learning_rate <= 0:
             raise ValueError(f"TrainConfig.learning_rate must be > 0, got {self.learning_rate}")
         if self.temperature <= 0:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gapo_lite.rewards import FrequencyScorer, GroupReward, ValidityScorer
+from gapo_lite.rewards import FrequencyScorer, GroupReward, TaskScorer, ValidityReward, open_ended_scorer
 from gapo_lite.runplan import RunPlan, resolve_hardware
 from gapo_lite.sampling import ensure_pad_token
 from gapo_lite.training.config import TrainConfig
@@ -32,12 +32,35 @@ class TrainResult:
 
 
 def make_scorer(config: TrainConfig):
-    """The group scorer named by ``config.reward``."""
-    if config.reward == "gapo":
-        return FrequencyScorer(invalid_reward=config.invalid_reward)
-    if config.reward == "validity":
-        return ValidityScorer(invalid_reward=config.invalid_reward)
-    raise ValueError(f"unknown reward {config.reward!r}")
+    """The group scorer of ``config``'s default data: GAPO's frequency reward (``reward="gapo"``) or per-sample
+    validity (``"validity"``) on list prompts, and with ``open_share > 0`` on the open prompts beside them."""
+    from gapo_lite.data.mixed import TASK_COLUMN, open_training_categories
+
+    if config.reward not in ("gapo", "validity"):
+        raise ValueError(f"unknown reward {config.reward!r}")
+    gapo = FrequencyScorer(invalid_reward=config.invalid_reward, clean=config.clean_answers)
+    if config.open_share > 0:
+        opens = open_ended_scorer(config.split, config.invalid_reward, names=open_training_categories(config.split), clean=config.clean_answers)
+        gapo = TaskScorer({"list": gapo, "open": opens}, column=TASK_COLUMN)
+    return gapo if config.reward == "gapo" else ValidityReward(gapo, config.invalid_reward)
+
+
+def default_dataset(config: TrainConfig):
+    """The rows ``config`` trains on when no dataset is given: list prompts, ``open_share`` of them open prompts."""
+    from gapo_lite.data import build_list_dataset
+    from gapo_lite.data.mixed import build_mixed_dataset
+
+    n = config.num_prompts or config.max_steps * config.prompts_per_step
+    if config.open_share > 0:
+        return build_mixed_dataset(n, open_share=config.open_share, split=config.split, min_items=config.min_items, max_items=config.max_items,
+                                   seed=config.data_seed)
+    return build_list_dataset(n, split=config.split, min_items=config.min_items, max_items=config.max_items, seed=config.data_seed)
+
+
+def end_token_ids(trainer: Any) -> list[int]:
+    """The ids a finished completion ends with, as TRL's own truncation rule reads them (its eos ids and pad)."""
+    pad = trainer.processing_class.pad_token_id
+    return [*trainer.eos_token_ids, *([] if pad is None else [pad])]
 
 
 @dataclass(frozen=True)
@@ -109,7 +132,6 @@ def build_trainer(
     hardware = hardware or resolve_hardware(config)
     print(f"gapo-lite: {hardware.describe()}")
     hardware.import_backend()  # Unsloth before trl/transformers/peft, when it is the backend
-    from gapo_lite.data import build_list_dataset
     from gapo_lite.training.callbacks import JsonlMetricsCallback
     from gapo_lite.training.checkpoints import CompleteCheckpointCallback
     from gapo_lite.training.gapo_trainer import gapo_trainer_class
@@ -125,8 +147,7 @@ def build_trainer(
         raise ValueError("build_trainer: a tokenizer is required when a model is given")
     ensure_pad_token(tokenizer)
     if train_dataset is None:
-        n = config.num_prompts or config.max_steps * config.prompts_per_step
-        train_dataset = build_list_dataset(n, split=config.split, min_items=config.min_items, max_items=config.max_items, seed=config.data_seed)
+        train_dataset = default_dataset(config)
     prompt_tokens, allocated = None, 0
     if hardware.cuda and config.chunk_size is None:
         import torch
@@ -148,6 +169,8 @@ def build_trainer(
         train_dataset=train_dataset,
         callbacks=[CompleteCheckpointCallback(), JsonlMetricsCallback(out / "metrics.jsonl"), *callbacks],
     )
+    if config.clean_answers:
+        hook.end_token_ids = frozenset(end_token_ids(trainer))  # a completion cut off at max_completion_length scores invalid
     trainer.gapo_plan_table = chunking.table
     trainer.gapo_plan = chunking.plan
     trainer.gapo_prompts_per_step = config.prompts_per_step
