@@ -94,6 +94,13 @@ def _simple_choice(text: str, items: list[str]) -> str | None:
     return hits.pop() if len(hits) == 1 else None
 
 
+def _simple_clean_choice(text: str, ended: bool, items: list[str]) -> str | None:
+    """The clean rule, simply: the reply ended and its words are the item's words alone (a plural -s allowed)."""
+    words = re.findall(r"[\w']+", text.lower())
+    hits = [item for item in items if words in (item.lower().split(), item.lower().split()[:-1] + [item.lower().split()[-1] + "s"])]
+    return hits[0] if ended and len(hits) == 1 else None
+
+
 def _jsd_by_hand(counts: list[int]) -> float:
     """JSD (base 2) of the empirical distribution to uniform, from the definition with M = (P + U) / 2."""
     total, size = sum(counts), len(counts)
@@ -113,7 +120,8 @@ def test_lists_suite_recomputed_from_its_samples(full_run):
         assert len(rows) == 4 * 4  # 4 lists x n=4
         for lst in r["lists"]:
             mine = [row for row in rows if row["list_id"] == lst["list_id"]]
-            choices = [_simple_choice(row["completion"], lst["items"]) for row in mine]
+            assert [row["lenient_choice"] for row in mine] == [_simple_choice(row["completion"], lst["items"]) for row in mine]
+            choices = [_simple_clean_choice(row["completion"], row["ended"], lst["items"]) for row in mine]
             assert choices == [row["choice"] for row in mine]
             counts = [choices.count(item) for item in lst["items"]]
             assert lst["counts"] == dict(zip(lst["items"], counts))

@@ -18,7 +18,7 @@ def test_own_valid_answers_keeps_replies_that_name_exactly_one_item(monkeypatch)
     data = build_list_dataset(3, split="train", max_items=8, seed=s.seed + 7)
 
     def fake_sample(model, tokenizer, prompts, settings, n=None, seed_offset=0):
-        assert prompts == [r["prompt"] for r in data] and settings.n == 4 and settings.max_new_tokens == s.completion_tokens
+        assert prompts == [r["prompt"] for r in data] and settings.n == 4 and settings.max_new_tokens == s.warmup_tokens == 8
         return [[r["items"][0], f"I pick {r['items'][1]}.", f"{r['items'][0]}, {r['items'][1]}", "Qwertyuiop"] for r in data]
 
     monkeypatch.setattr(settings_module, "sample", fake_sample)
@@ -167,20 +167,27 @@ def test_measure_samples_in_the_settings_precision(monkeypatch):
 
     seen = []
 
-    def fake_lists(model, tok, settings, num_lists):
-        seen.append(settings.precision)
-        return {"mean_jsd": 0.1, "mean_valid_rate": 1.0, "position_tv": 0.0, "position_shares": [], "pressure": {"mean": None, "verdict": "-"},
-                "lists": [], "samples": []}
+    from gapo_lite.eval.lists import reply_form
 
-    def fake_open(model, tok, settings):
-        seen.append(settings.precision)
-        return {"mean_unique_valid": 1.0, "mean_valid_rate": 1.0, "mean_unique": 1.0, "prompts": {}, "completions": {}}
+    def fake_lists(model, tok, settings, num_lists, clean):
+        seen.append((settings.precision, settings.max_new_tokens, clean))
+        return {"mean_jsd": 0.1, "mean_valid_rate": 1.0, "position_tv": 0.0, "position_shares": [], "pressure": {"mean": None, "verdict": "-"},
+                "lists": [], "samples": [], "lenient": {}, **reply_form(["Owl"], [True])}
+
+    replies = [["Paris"]] * len(open_ended.PROMPTS)
+
+    def fake_open(model, tok, settings, validator, clean):
+        seen.append((settings.precision, settings.max_new_tokens, clean))
+        scored = open_ended.score_open(dict(zip(open_ended.PROMPTS, replies)), open_ended.PROMPTS, validator=validator, ended={k: [True] for k in open_ended.PROMPTS})
+        return {**scored, "completions": replies, "ended": [[True]] * len(replies)}
 
     monkeypatch.setattr(lists, "run_lists", fake_lists)
     monkeypatch.setattr(lists, "pressure_by_prompt", lambda *a, **k: {"mean": None})
     monkeypatch.setattr(open_ended, "run_open", fake_open)
-    smollm2.measure(None, None, smollm2.SmolSettings(open_samples=2, precision="fp32"))
-    assert seen == ["fp32", "fp32"]
+    measured = smollm2.measure(None, None, smollm2.SmolSettings(open_samples=2, precision="fp32", guard=False))
+    assert seen == [("fp32", 16, True), ("fp32", 16, True)]
+    assert measured["open"]["old_rule"]["mean_valid_rate"] == pytest.approx(0.4)  # "Paris": on the city word list, and a name for the 3 short-answer prompts
+    assert measured["heldout_end_rate"] == 1.0 and "guard" not in measured
     with pytest.raises(ValueError, match="precision must be"):
         smollm2.SmolSettings(precision="fp16")
 

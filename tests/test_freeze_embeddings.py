@@ -8,7 +8,8 @@ from gapo_lite.training import TrainConfig, train
 
 def _run(path, out, dataset, freeze):
     config = TrainConfig(model=str(path), use_lora=False, freeze_embeddings=freeze, num_generations=4, prompts_per_step=2, max_completion_length=2,
-                         max_steps=2, save_steps=10, learning_rate=1e-2, output_dir=str(out), num_prompts=4, optim="adamw_torch")
+                         max_steps=2, save_steps=10, learning_rate=1e-2, output_dir=str(out), num_prompts=4, optim="adamw_torch",
+                         clean_answers=False)  # a random model's 2 tokens never end its turn: every answer would be invalid
     model, tok = load_model(path, lora=None)
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     train(config, model=model, tokenizer=tok, scorer=FrequencyScorer(), train_dataset=dataset)

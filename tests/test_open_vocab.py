@@ -41,8 +41,11 @@ def test_run_open_scores_what_score_open_scores(monkeypatch):
     from gapo_lite.eval.settings import SampleSettings
 
     replies = [["Paris", "Lyon", "Paris"], ["France", "Spain", "I am not sure"]]
-    monkeypatch.setattr(open_ended, "sample", lambda model, tok, messages, settings, seed_offset=0: replies)
+    ended = [[True, False, True], [True, True, True]]
+    monkeypatch.setattr(open_ended, "sample", lambda model, tok, messages, settings, seed_offset=0, return_ended=False: (replies, ended))
     prompts = {"city": "Name a city.", "country": "Name a country."}
     ran = open_ended.run_open(None, None, SampleSettings(n=3), prompts=prompts)
-    again = open_ended.score_open(dict(zip(prompts, replies)), prompts, validator="word_lists")
+    again = open_ended.score_open(dict(zip(prompts, replies)), prompts, validator="word_lists", ended=dict(zip(prompts, ended)))
     assert ran["mean_unique_valid"] == again["mean_unique_valid"] and ran["prompts"] == again["prompts"]
+    assert ran["ended"] == ended and ran["mean_end_rate"] == pytest.approx(5 / 6)
+    assert ran["prompts"]["city"]["valid_rate"] == pytest.approx(2 / 3)  # "Lyon" did not end its turn: no answer

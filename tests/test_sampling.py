@@ -106,3 +106,30 @@ def test_samples_from_a_shared_prefix_follow_the_models_next_token_distribution(
     assert seen > 0.5 * n
     tv = 0.5 * (counts[top] / seen - probs[top] / probs[top].sum() * (counts[top].sum() / seen)).abs().sum()
     assert tv < 0.06, (counts[top] / seen, probs[top])
+
+
+def test_return_ended_says_which_completions_reached_their_end_of_turn(loaded):
+    """Greedy completions checked against the hand loop: one that stopped before the budget ended its turn;
+    ``return_ended`` leaves the texts as they were."""
+    model, tokenizer = loaded
+    budget = 6
+    texts, ended = sample_completions(model, tokenizer, PROMPTS, n=1, temperature=0, max_new_tokens=budget, progress=False, return_ended=True)
+    assert texts == sample_completions(model, tokenizer, PROMPTS, n=1, temperature=0, max_new_tokens=budget, progress=False)
+    for prompt, (text,), (flag,) in zip(PROMPTS, texts, ended):
+        ids = tokenizer(render_prompt(tokenizer, prompt), add_special_tokens=False, return_tensors="pt")["input_ids"]
+        with torch.no_grad():
+            for _ in range(budget):
+                token = int(model(input_ids=ids).logits[0, -1].argmax())
+                ids = torch.cat([ids, torch.tensor([[token]])], dim=1)
+                if token == tokenizer.eos_token_id:
+                    break
+        assert flag == (token == tokenizer.eos_token_id)
+    # a model whose end-of-turn token is its favourite ends every turn at once
+    eos = int(model(input_ids=tokenizer(render_prompt(tokenizer, PROMPTS[0]), add_special_tokens=False, return_tensors="pt")["input_ids"]).logits[0, -1].argmax())
+    saved = tokenizer.eos_token_id
+    try:
+        tokenizer.eos_token_id = eos
+        _, first = sample_completions(model, tokenizer, PROMPTS[:1], n=2, temperature=0, max_new_tokens=budget, progress=False, return_ended=True)
+    finally:
+        tokenizer.eos_token_id = saved
+    assert first == [[True, True]]

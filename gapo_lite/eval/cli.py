@@ -5,7 +5,7 @@ import argparse
 
 from gapo_lite._bootstrap import REQUESTED_PRECISIONS
 
-_SUITES = ("lists", "open", "creative", "bench")
+_SUITES = ("lists", "open", "creative", "guard", "bench")
 
 
 def _suites(text: str) -> list[str]:
@@ -43,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="model folder, hub name or .gguf file (the base; a .gguf is converted once to a folder beside it)")
     parser.add_argument("--adapter", help="PEFT/LoRA adapter folder; the report compares base vs adapter")
     parser.add_argument("--compare", help="a second model folder, or an adapter folder on the same base, for the side-by-side")
-    parser.add_argument("--suite", type=_suites, default=list(_SUITES), help="comma list of lists,open,creative,bench (default: all)")
+    parser.add_argument("--suite", type=_suites, default=list(_SUITES), help="comma list of lists,open,creative,guard,bench (default: all)")
     parser.add_argument("--out", required=True, help="output folder for results.json, report.md, PNGs and samples/")
     parser.add_argument("--n", type=_positive, help="samples per prompt for every suite (defaults: lists 100, open 500, creative 100)")
     parser.add_argument("--temperature", type=float, default=0.7)
@@ -95,5 +95,10 @@ def run(args: argparse.Namespace) -> int:
         values = "  ".join(f"{label}={row.get(label)!s:.8}" for label in results["comparison"]["labels"])
         delta = f"  delta={row['delta']:+.4f}" if "delta" in row else ""
         print(f"{row['metric']}: {values}{delta}")
+    check = results.get("damage")
+    if check:  # the damage report: reply form and guard accuracy of the second model against the first
+        print(f"damage check ({check['checked']} against {check['reference']}):")
+        for line in check["warnings"] or ["no check is worse beyond the noise", *check["lines"]]:
+            print(f"  {line}")
     print(f"gapo-lite eval: report in {args.out}/report.md")
     return 0

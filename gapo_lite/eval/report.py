@@ -46,6 +46,10 @@ def headline(suites: dict[str, Any]) -> list[Row]:
             ("Lists: mean normalised entropy", r["mean_entropy"], "up"),
             ("Lists: position bias (TV from uniform)", r["position_tv"], "down"),
         ]
+        if "end_rate" in r:  # results written before the clean-answer rule lack these
+            rows += [("Lists: replies that end their turn", r["end_rate"], "up"), ("Lists: mean reply length (words)", r["mean_words"], ""),
+                     ("Lists: JSD, first item found (lenient)", r["lenient"]["mean_jsd"], "down"),
+                     ("Lists: valid rate, first item found (lenient)", r["lenient"]["mean_valid_rate"], "up")]
         if r.get("pressure", {}).get("mean"):
             rows += [("Lists: mode pressure (< 0: GAPO spreads)", r["pressure"]["mean"]["pressure"], ""),
                      ("Lists: validity threshold", r["pressure"]["mean"]["threshold"], "")]
@@ -55,6 +59,12 @@ def headline(suites: dict[str, Any]) -> list[Row]:
         if "mean_unique_valid" in r:  # results written before valid answers were extracted lack these
             rows += [(f"Open: mean Unique@{r['n']} over valid answers", r["mean_unique_valid"], "up"), ("Open: valid answer rate", r["mean_valid_rate"], "up")]
         rows.append(("Open: non-empty answer rate", r.get("mean_answer_rate", r["mean_valid_rate"]), "up"))
+        if "mean_end_rate" in r:
+            rows += [("Open: replies that end their turn", r["mean_end_rate"], "up"), ("Open: mean reply length (words)", r["mean_words"], ""),
+                     (f"Open: mean Unique@{r['n']} valid, first answer found (lenient)", r["mean_lenient_unique_valid"], "up")]
+    if "guard" in suites:
+        r = suites["guard"]
+        rows += [(f"Guard: accuracy ({r['n']} instructions)", r["accuracy"], "up"), ("Guard: accuracy, not counting the end of turn", r["lenient_accuracy"], "up")]
     if "creative" in suites:
         r = suites["creative"]
         rows += [("Creative: mean embedding distance", r["mean_embedding_distance"], "up"), ("Creative: mean 1 - Self-BLEU", r["mean_one_minus_self_bleu"], "up")]
@@ -73,6 +83,19 @@ def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.1f}" if abs(value) >= 100 else f"{value:.3f}"
     return str(value)
+
+
+def damage_check(results: dict[str, Any]) -> dict[str, Any] | None:
+    """The second variant's reply form and guard accuracy against the first's (:mod:`gapo_lite.eval.damage`):
+    every finding, and the warning lines for what got worse beyond the noise; None with one variant."""
+    from gapo_lite.eval.damage import damage, warning_lines
+
+    labels = list(results["variants"])
+    if len(labels) < 2:
+        return None
+    findings = damage(results["variants"][labels[0]], results["variants"][labels[1]])
+    return {"reference": labels[0], "checked": labels[1], "findings": [f.__dict__ for f in findings], "lines": [f.line() for f in findings],
+            "warnings": warning_lines(findings, label=f"'{labels[1]}'")}
 
 
 def comparison(results: dict[str, Any]) -> dict[str, Any]:
@@ -291,6 +314,15 @@ def markdown(results: dict[str, Any]) -> str:
     arrow = {"up": " ↑", "down": " ↓", "": ""}
     body = [[row["metric"] + arrow[row["direction"]], *[row.get(label) for label in labels]] + ([row.get("delta")] if len(labels) >= 2 else []) for row in comp["rows"]]
     lines += _table(header, body)
+    check = results.get("damage")
+    if check and check["lines"]:
+        from gapo_lite.eval.damage import RATE_FLOOR, SE_MULTIPLE, WORDS_FLOOR
+
+        lines += ["", f"## Damage check: {check['checked']} against {check['reference']}", "",
+                  f"Flagged when worse by more than {SE_MULTIPLE:g} standard errors of the difference and by more than {RATE_FLOOR:g} for a rate "
+                  f"or {WORDS_FLOOR:.0%} for a mean length (gapo_lite.eval.damage).", ""]
+        lines += [f"**{w.strip()}**" for w in check["warnings"]] or ["No check is worse beyond the noise."]
+        lines += [""] + [f"- {line}" for line in check["lines"]]
     figures = {f["file"]: f for f in results.get("figures", [])}
 
     def figure(name: str) -> list[str]:
@@ -391,6 +423,7 @@ def write_report(results: dict[str, Any], out_dir: str | Path) -> dict[str, Any]
     out.mkdir(parents=True, exist_ok=True)
     results = dict(results)
     results["comparison"] = comparison(results)
+    results["damage"] = damage_check(results)
     figures = []
     for plot in (plot_lists, plot_open, plot_creative, plot_sweep):
         figures += plot(results, out)

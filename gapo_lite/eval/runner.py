@@ -18,9 +18,9 @@ from gapo_lite.eval.bench import BenchItem
 from gapo_lite.eval.settings import SampleSettings
 from gapo_lite.eval.sweep import DEFAULT_TEMPERATURES
 
-SUITES: tuple[str, ...] = ("lists", "open", "creative", "bench")
-DEFAULT_N = {"lists": 100, "open": 500, "creative": 100}
-DEFAULT_MAX_NEW_TOKENS = {"lists": 24, "open": 16, "creative": 256}
+SUITES: tuple[str, ...] = ("lists", "open", "creative", "guard", "bench")
+DEFAULT_N = {"lists": 100, "open": 500, "creative": 100, "guard": 1}  # the guard's instructions are answered once, greedily
+DEFAULT_MAX_NEW_TOKENS = {"lists": 24, "open": 16, "creative": 256, "guard": 16}
 
 
 @dataclass(frozen=True)
@@ -213,7 +213,10 @@ def plan_evaluation(model: str, adapter: str | None = None, compare: str | None 
         return SampleSettings(n=n, temperature=o.temperature, max_new_tokens=o.max_new_tokens or DEFAULT_MAX_NEW_TOKENS[suite],
                               batch_size=o.batch_size, seed=o.seed, progress=o.progress, precision=o.precision)
 
-    plan.settings = {s: sample_settings(o.n or DEFAULT_N[s], s) for s in suites if s != "bench"}
+    plan.settings = {s: sample_settings(o.n or DEFAULT_N[s], s) for s in suites if s not in ("bench", "guard")}
+    if "guard" in suites:
+        plan.settings["guard"] = SampleSettings(n=1, temperature=0.0, max_new_tokens=o.max_new_tokens or DEFAULT_MAX_NEW_TOKENS["guard"],
+                                                batch_size=o.batch_size, progress=o.progress, precision=o.precision)
     plan.sweep_settings = sample_settings(o.sweep_n, "open") if o.sweep else None
     if "bench" in suites:
         names = list(o.bench_tasks or bench_mod.DEFAULT_BENCHMARKS)
@@ -238,7 +241,14 @@ def run_suite(plan: EvalPlan, suite: str, model: Any, tokenizer: Any) -> dict[st
     if suite == "open":
         result = run_open(model, tokenizer, plan.settings[suite], fold_plurals=o.fold_plurals)
         result.pop("completions")
+        result.pop("ended")
         return result
+    if suite == "guard":
+        from gapo_lite.eval.guard import run_guard
+
+        settings = plan.settings[suite]
+        return run_guard(model, tokenizer, max_new_tokens=settings.max_new_tokens, batch_size=settings.batch_size, precision=settings.precision,
+                         progress=settings.progress)
     if suite == "creative":
         return run_creative(model, tokenizer, plan.settings[suite], embed=o.embed)
     return bench_mod.run(model, tokenizer, plan.bench_items or [], batch_size=o.bench_batch_size, apply_chat_template=o.bench_chat_template,

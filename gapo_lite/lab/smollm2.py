@@ -22,7 +22,7 @@ from gapo_lite._bootstrap import REQUESTED_PRECISIONS
 from gapo_lite.lab.runner import Experiment, RLRun, module_main, run_staged, settings_from_args, table
 
 REWARDS = {"gapo": "gapo", "gapo_lists": "gapo", "grpo_baseline": "validity"}
-LABELS = {"before": "start", "gapo": "GAPO", "gapo_lists": "GAPO, lists only", "grpo_baseline": "GRPO + validity reward"}
+LABELS = {"before": "start", "gapo_lists": "GAPO, lists only", "gapo": "GAPO", "grpo_baseline": "GRPO + validity reward"}
 LISTS_ONLY = ("gapo_lists",)  # runs that train on list prompts alone (the paper's recipe) whatever open_share says
 
 
@@ -168,6 +168,19 @@ def measure(model: Any, tokenizer: Any, s: SmolSettings) -> dict[str, Any]:
 
         measured["guard"] = run_guard(model, tokenizer, precision=s.precision, progress=False)
     return measured
+
+
+def suites_of(measured: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """One stage's measurement as the eval's suite results (``lists``, ``open``, ``guard``), for
+    :func:`gapo_lite.eval.damage.damage`; a record made before the clean-answer rule has no reply form to read."""
+    suites: dict[str, dict[str, Any]] = {}
+    if "heldout_end_rate" in measured:
+        suites["lists"] = {"end_rate": measured["heldout_end_rate"], "mean_words": measured["heldout_mean_words"], "sd_words": measured["heldout_sd_words"],
+                           "replies": measured["heldout_replies"], "mean_valid_rate": measured["heldout_valid_rate"]}
+    for name in ("open", "guard"):
+        if name in measured and ("mean_end_rate" in measured[name] or name == "guard"):
+            suites[name] = measured[name]
+    return suites
 
 
 def rl_config(s: SmolSettings, start: Path, out: Path, run: RLRun):

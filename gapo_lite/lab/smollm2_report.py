@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -58,11 +59,15 @@ def models(results: dict[str, Any]) -> list[str]:
 
 
 def rescore(measured: dict[str, Any], validators: Sequence[str] = tuple(VALIDATOR_LABELS)) -> dict[str, dict[str, Any]]:
-    """validator -> the open suite's scores of one model, from its recorded replies."""
+    """validator -> the open suite's scores of one model, from its recorded replies, by the rule it was measured
+    with (records made before the clean-answer rule carry no end flags and count the first answer found)."""
     from gapo_lite.eval.open_ended import PROMPTS, score_open
 
-    replies = dict(zip(PROMPTS, measured["open"]["completions"]))
-    return {v: score_open(replies, PROMPTS, validator=v) for v in validators}
+    recorded = measured["open"]
+    replies = dict(zip(PROMPTS, recorded["completions"]))
+    clean = bool(recorded.get("clean")) and "ended" in recorded
+    ended = dict(zip(PROMPTS, recorded["ended"])) if clean else None
+    return {v: score_open(replies, PROMPTS, validator=v, ended=ended, clean=clean) for v in validators}
 
 
 def open_scores(results: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
@@ -133,11 +138,15 @@ def plot_curves(run_dirs: list[Path], path: Path, window: int = 20) -> Path:
     plt = pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.4))
     for run_dir in run_dirs:
-        for name, prefix in (("gapo", "gapo_frequency"), ("grpo_baseline", "validity")):
+        for name in ("gapo", "gapo_lists", "grpo_baseline"):
             metrics = run_dir / name / "metrics.jsonl"
             if not metrics.is_file():
                 continue
             rows = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
+            prefixes = sorted({k.split("/")[0] for r in rows for k in r if k.endswith("/distinct_per_group")})  # the hook's name: its scorer's
+            if not prefixes:
+                continue
+            prefix = prefixes[0]
             rows = [r for r in rows if f"{prefix}/valid_rate" in r]
             label = f"{LABELS[name]}, {run_dir.name.rsplit('_', 1)[-1]}"
             for ax, key in ((left, "distinct_per_group"), (right, "valid_rate")):
@@ -231,20 +240,55 @@ def heldout_jsd_se(measured: dict[str, Any], seed: int, num_lists: int = 10, res
 
     def mean_jsd(groups: list[list[Any]]) -> float:
         values = [v for v in (jsd_to_uniform(g, lst.items) for g, lst in zip(groups, lists)) if v == v]  # NaN: no valid answer
-        return sum(values) / len(values)
+        return sum(values) / len(values) if values else math.nan
 
-    return statistics.stdev(mean_jsd([[rng.choice(g) for _ in g] for g in per_list]) for _ in range(resamples))
+    draws = [mean_jsd([[rng.choice(g) for _ in g] for g in per_list]) for _ in range(resamples)]
+    return math.nan if any(math.isnan(d) for d in draws) else statistics.stdev(draws)
 
 
-def format_noise(labelled: Sequence[tuple[str, dict[str, Any]]], seed: int) -> str:
+def format_noise(labelled: Sequence[tuple[str, dict[str, Any]]], seed: int, num_lists: int = 10) -> str:
     """One line: :func:`heldout_jsd_se` of each labelled measurement that kept its held-out choices."""
-    noise = ", ".join(f"{label} {heldout_jsd_se(m, seed):.3f}" for label, m in labelled if "heldout_choices" in m)
+    noise = ", ".join(f"{label} {heldout_jsd_se(m, seed, num_lists):.3f}" for label, m in labelled if "heldout_choices" in m)
     return f"held-out JSD, bootstrap standard error ({RESAMPLES} resamples of each list's samples): {noise}"
 
 
 def slim_measured(measured: dict[str, Any]) -> dict[str, Any]:
-    """What the docs keep of one model's measurement: everything but the held-out choices per sample."""
-    return {k: v for k, v in measured.items() if k != "heldout_choices"}
+    """What the docs keep of one model's measurement: everything but the held-out samples (choices, replies, end flags)."""
+    return {k: v for k, v in measured.items() if k not in ("heldout_choices", "heldout_completions", "heldout_ended")}
+
+
+def damage_lines(results: dict[str, Any]) -> list[str]:
+    """Each RL run's reply form and guard accuracy against the start (:mod:`gapo_lite.eval.damage`): the
+    warnings, or one line saying nothing got worse beyond the noise; nothing for records without them."""
+    from gapo_lite.eval.damage import damage, warning_lines
+    from gapo_lite.lab.smollm2 import suites_of
+
+    start = suites_of(results["before"])
+    lines = []
+    for name in models(results)[1:]:
+        findings = damage(start, suites_of(results[name]))
+        if findings:
+            lines += warning_lines(findings, label=LABELS[name]) or [f"{LABELS[name]}: no damage check worse than the start beyond the noise"]
+    return lines
+
+
+RESULT_ROWS = (("heldout_jsd", "held-out JSD"), ("heldout_valid_rate", "held-out valid"), ("open.mean_unique_valid", "open valid Unique@100"),
+               ("open.mean_valid_rate", "open valid rate"), ("open.mean_end_rate", "open end-of-turn rate"), ("heldout_end_rate", "lists end-of-turn rate"),
+               ("guard.accuracy", "guard accuracy"))
+
+
+def format_result_markdown(all_results: list[dict[str, Any]]) -> str:
+    """The write-up's lead table: per seed and model the headline figures (a markdown table)."""
+    from gapo_lite.lab.smollm2 import _value
+
+    header = "| seed | model | " + " | ".join(label for _, label in RESULT_ROWS) + " |"
+    lines = [header, "|" + "---|" * (len(RESULT_ROWS) + 2)]
+    for results in all_results:
+        for name in models(results):
+            values = [_value(results[name], key) for key, _ in RESULT_ROWS]
+            cells = " | ".join("n/a" if v is None else f"{v:.1f}" if key == "open.mean_unique_valid" else f"{v:.3f}" for (key, _), v in zip(RESULT_ROWS, values))
+            lines.append(f"| {results['settings']['seed']} | {LABELS[name]} | {cells} |")
+    return "\n".join(lines)
 
 
 def slim(results: dict[str, Any]) -> dict[str, Any]:
@@ -323,10 +367,12 @@ def report_seeds(paths: list[Path], all_results: list[dict[str, Any]], plots: Pa
     for path, results in zip(paths, all_results):
         status = "" if results["complete"] else ", runs not all finished"
         print(f"== seed {results['settings']['seed']} ({path}{status})\n{format_table(results)}")
-        print(format_noise([(LABELS[n], results[n]) for n in models(results)], results["settings"]["seed"]) + "\n")
+        print(format_noise([(LABELS[n], results[n]) for n in models(results)], results["settings"]["seed"], results["settings"].get("eval_lists", 10)))
+        print("\n".join(damage_lines(results)) + "\n")
         if all("open" in results[n] for n in models(results)):  # a run measured without the open suite has no replies to re-score
             scores = open_scores(results)
             print(f"{format_open_table(results, scores)}\n\n{format_top_answers(results, scores)}\n")
+    print(f"result table\n{format_result_markdown(all_results)}\n")
     if plots:
         plots.mkdir(parents=True, exist_ok=True)
         print("wrote", plot_positions(all_results, plots / f"{name}_positions.png"), "and",
