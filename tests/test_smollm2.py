@@ -96,10 +96,15 @@ def test_the_experiment_end_to_end_on_quick_sizes(smollm2_path, tmp_path):
 
     from gapo_lite.lab.smollm2 import SmolSettings, run
 
-    s = dataclasses.replace(SmolSettings.quick(), model=smollm2_path, warmup_steps=1, warmup_prompts=8, warmup_samples=4, threads=2)
+    s = dataclasses.replace(SmolSettings.quick(), model=smollm2_path, warmup_steps=1, warmup_prompts=8, warmup_samples=4, threads=2, open_share=0.5,
+                            runs=("gapo", "grpo_baseline", "gapo_lists"))
     results = run(tmp_path / "out", s)
-    for name in ("before", "gapo", "grpo_baseline"):
+    for name in ("before", "gapo", "grpo_baseline", "gapo_lists"):
         assert 0.0 <= results[name]["heldout_valid_rate"] <= 1.0
         assert len(results[name]["heldout_position_shares"]) == 8
+        assert 0.0 <= results[name]["heldout_end_rate"] <= 1.0 and 0.0 <= results[name]["open"]["mean_end_rate"] <= 1.0
+        assert len(results[name]["guard"]["samples"]) == 90
+    rows = [json.loads(line) for line in (tmp_path / "out" / "gapo" / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    assert any("gapo_tasks/end_rate" in r for r in rows)  # lists and open prompts, the end of turn read from TRL's ids
     assert (tmp_path / "out" / "gapo" / "adapter" / "adapter_config.json").is_file()
     assert json.loads((tmp_path / "out" / "results.json").read_text())["settings"]["warmup_steps"] == 1

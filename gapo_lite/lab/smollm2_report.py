@@ -37,7 +37,7 @@ def load_results(path: Path) -> dict[str, Any]:
     the stages recorded so far (``stages/*.json``), marked ``"complete": False``."""
     path = Path(path)
     if path.is_file():
-        return {**json.loads(path.read_text()), "complete": True}
+        return regrade_guard({**json.loads(path.read_text()), "complete": True})
     if (path / "results.json").is_file():
         return load_results(path / "results.json")
     stages = path / "stages"
@@ -51,6 +51,20 @@ def load_results(path: Path) -> dict[str, Any]:
         if done is not None:
             results[name] = done["measured"]
             results["stage_seconds"][name] = done["seconds"]
+    return regrade_guard(results)
+
+
+def regrade_guard(results: dict[str, Any]) -> dict[str, Any]:
+    """``results`` with each model's guard suite graded again from its recorded replies by the current
+    :func:`~gapo_lite.eval.guard.score_guard`, so every record is read by one rule."""
+    from gapo_lite.data.guard import guard_items
+    from gapo_lite.eval.guard import score_guard
+
+    items = guard_items()
+    for name in models(results):
+        guard = results[name].get("guard")
+        if guard and [x["prompt"] for x in guard["samples"]] == [i.prompt for i in items]:
+            results[name]["guard"] = score_guard(items, [x["reply"] for x in guard["samples"]], [x["ended"] for x in guard["samples"]])
     return results
 
 
