@@ -118,6 +118,12 @@ class RunPlan:
         """Forward/backward passes per optimizer step at ``chunk_size`` completions per pass."""
         return batching.passes_per_step(config.prompts_per_step, config.num_generations, self.world_size, chunk_size)
 
+    @property
+    def share_prompts(self) -> bool:
+        """Whether each group's prompt goes through the model once (:mod:`gapo_lite.training.shared_prompt`), with
+        gradient checkpointing on or off: on the transformers backend; Unsloth computes its log-probs its own way."""
+        return self.backend == "transformers"
+
     def describe(self) -> str:
         """One line for the log."""
         precision = f"{self.precision} autocast" if self.precision == "bf16" and not self.cuda else self.precision
@@ -125,6 +131,7 @@ class RunPlan:
             f"backend {self.backend} ({self.backend_reason}); {'CUDA' if self.cuda else 'CPU'}, {self.world_size} process(es); "
             f"precision {precision}; optimizer {self.optim}; gradient checkpointing {'on' if self.gradient_checkpointing else 'off'}; "
             f"weights {self.quantization}{'; vLLM generation' if self.fast_inference else ''}"
+            f"{'; each prompt computed once per group' if self.share_prompts else ''}"
         )
 
     def import_backend(self) -> None:

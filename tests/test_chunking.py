@@ -22,7 +22,7 @@ class GradCapture(TrainerCallback):
         self.grads = {n: p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None}
 
 
-def one_step(small_vocab_model, tmp_path, chunk, monkeypatch=None, oom_if=None, table=None, loss_type="dapo", on_call=None):
+def one_step(small_vocab_model, tmp_path, chunk, monkeypatch=None, oom_if=None, table=None, loss_type="dapo", on_call=None, **settings):
     """Gradient of one GAPO update at ``chunk`` completions per pass (after any back-off)."""
     import trl
 
@@ -38,7 +38,7 @@ def one_step(small_vocab_model, tmp_path, chunk, monkeypatch=None, oom_if=None, 
     config = TrainConfig(
         model=str(path), num_generations=G, prompts_per_step=PROMPTS, max_completion_length=3, max_steps=1,
         learning_rate=1e-4, max_grad_norm=0.0, chunk_size=chunk, output_dir=str(tmp_path / f"run{chunk}"), save_steps=100,
-        loss_type=loss_type, scale_rewards="none" if loss_type == "dr_grpo" else "group",
+        loss_type=loss_type, scale_rewards="none" if loss_type == "dr_grpo" else "group", **settings,
     )
     capture = GradCapture()
     if oom_if is not None:
@@ -84,6 +84,19 @@ def test_chunked_gradient_equals_unchunked(small_vocab_model, tmp_path, referenc
     assert trainer.args.per_device_train_batch_size == chunk
     assert trainer.args.gradient_accumulation_steps == trainer.args.steps_per_generation == G * PROMPTS // chunk
     assert set(grads) == set(reference)
+    assert rel_error(grads, reference) <= 1e-5
+
+
+def test_gradient_checkpointing_keeps_the_gradient(small_vocab_model, tmp_path, reference, monkeypatch):
+    """The trainer with checkpointing on gives the same update, each group's prompt still computed once."""
+    from gapo_lite.training.shared_prompt import SharedPromptMixin
+
+    shared = SharedPromptMixin._shared_prompt_logits
+    groups = []  # rows per shared prompt forward
+    monkeypatch.setattr(SharedPromptMixin, "_shared_prompt_logits", staticmethod(lambda *a: groups.append(a[1].size(0)) or shared(*a)))
+    grads, trainer = one_step(small_vocab_model, tmp_path, 8, gradient_checkpointing=True)
+    assert trainer.args.gradient_checkpointing and trainer.model.is_gradient_checkpointing
+    assert sum(groups) == G * PROMPTS and len(groups) <= 2 * PROMPTS  # each pass of 8 shuffled rows: one forward per prompt in it
     assert rel_error(grads, reference) <= 1e-5
 
 

@@ -123,6 +123,16 @@ def test_cpu_plan():
     assert resolve_hardware(cfg(optim="sgd", gradient_checkpointing=True)).optim == "sgd"
 
 
+def test_plan_line_says_where_prompts_are_shared(fake_gpu):
+    """The transformers backend computes each group's prompt once, with checkpointing on or off; Unsloth does not."""
+    for checkpointing in (False, True):
+        hw = resolve_hardware(cfg(gradient_checkpointing=checkpointing))
+        assert hw.share_prompts and "each prompt computed once per group" in hw.describe()
+    fake_gpu(8, 0)
+    hw = resolve_hardware(cfg(), has_unsloth=True)
+    assert hw.backend == "unsloth" and not hw.share_prompts and "once per group" not in hw.describe()
+
+
 def test_world_size_is_read_once_and_checked(monkeypatch):
     monkeypatch.setenv("WORLD_SIZE", "2")
     hw = resolve_hardware(cfg())

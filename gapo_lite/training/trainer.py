@@ -152,7 +152,7 @@ def build_trainer(
     trainer.gapo_plan = chunking.plan
     trainer.gapo_prompts_per_step = config.prompts_per_step
     trainer.gapo_hardware = hardware
-    trainer.gapo_share_prompts = hardware.backend == "transformers"  # Unsloth computes its log-probs its own way
+    trainer.gapo_share_prompts = hardware.share_prompts
     if trainer.gapo_share_prompts:
         from gapo_lite.training.shared_prompt import share_prompts_in_generation
 
