@@ -183,7 +183,7 @@ def _load_transformers(path: str, plan: RunPlan, lora: LoraSettings | None, rand
     from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
 
     if plan.load_in_4bit:
-        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=True)
+        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=plan.gradient_checkpointing)
     targets = lora_targets(model, lora.target_modules, path)
     torch.manual_seed(random_state)
     config = LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout, target_modules=targets, task_type="CAUSAL_LM")
