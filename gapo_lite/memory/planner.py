@@ -22,10 +22,11 @@ Terms (bytes; ``a`` = bytes per activation element: 2 for 4bit/16bit (bf16 compu
     backend peft's ``prepare_model_for_kbit_training`` casts those unquantized parameters to fp32, so
     they count 4 bytes there. 16bit: 2 bytes/param; 32bit: 4 bytes/param.
 ``lora_params_and_optimizer``
-    LoRA on the seven projections, ``r * (in + out)`` per module per layer. The adapter is fp32 (Unsloth
-    and peft upcast it): param 4 + grad 4 + AdamW's two fp32 states 8 = 16 bytes/param; with
-    ``optimizer="adamw_8bit"`` (the default: what ``train()`` uses on CUDA) the states are 1 byte each:
-    10 bytes/param.
+    LoRA on the seven projections, ``r * (in + out)`` per module per layer. The adapter is kept in fp32
+    (``ADAPTER_BYTES``: Unsloth and peft upcast it, and ``build_trainer`` undoes the bf16 cast TRL's
+    GRPOTrainer gives a quantized model's adapter, see ``keep_fp32_adapters``): param 4 + grad 4 + AdamW's
+    two fp32 states 8 = 16 bytes/param; with ``optimizer="adamw_8bit"`` (the default: what ``train()`` uses
+    on CUDA) the states are 1 byte each: 10 bytes/param.
 ``activations`` (training, one micro-batch of ``c * S`` tokens)
     A LoRA'd decoder layer saves ``20h + 3kv + 5I + 7r`` elements per token for its backward (norm
     inputs, q/k/v/o and attention output, gate/up/act/product, the dropout copies of the LoRA inputs and
@@ -96,7 +97,9 @@ NF4_BYTES_PER_PARAM = 0.5 + 1 / 64 + 4 / (64 * 256)
 CUDA_OVERHEAD_BYTES = GIB
 QUANTIZATIONS = ("4bit", "16bit", "32bit")
 BACKENDS = ("unsloth", "transformers")
-OPTIMIZERS = {"adamw": 16, "adamw_8bit": 10}  # bytes per LoRA parameter: fp32 param + fp32 grad + two states
+ADAPTER_BYTES = 4  # the LoRA adapter and its gradient are fp32 on both backends (gapo_lite.training.trainer.keep_fp32_adapters)
+OPTIMIZER_STATE_BYTES = {"adamw": 8, "adamw_8bit": 2}  # AdamW's two states per parameter: fp32, or 8-bit
+OPTIMIZERS = {name: 2 * ADAPTER_BYTES + state for name, state in OPTIMIZER_STATE_BYTES.items()}  # bytes per LoRA parameter
 UNSLOTH_KV_INCREMENT = 512  # unsloth/models/llama.py KV_CACHE_INCREMENT: decode buffer rows beyond the prompt
 UNSLOTH_GRPO_MINI_BATCH = 1  # slices per log-prob call: the whole planned micro-batch in one forward
 LORA_PROJECTIONS = 7
