@@ -22,8 +22,24 @@ class GradCapture(TrainerCallback):
         self.grads = {n: p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None}
 
 
-def one_step(small_vocab_model, tmp_path, chunk, monkeypatch=None, oom_if=None, table=None, loss_type="dapo", on_call=None, **settings):
-    """Gradient of one GAPO update at ``chunk`` completions per pass (after any back-off)."""
+class IgnoresGradOutput(torch.autograd.Function):
+    """Stands for Unsloth's GRPO loss (``UnslothEfficientGRPO``, unsloth_zoo/rl_replacements.py ~L1427-1431 in
+    2026.10.9): its backward hands back the loss's own gradient whatever gradient it is given (unless DeepSpeed
+    sets ``upstream_scale``), so a weight multiplied onto the loss never reaches the parameters."""
+
+    @staticmethod
+    def forward(ctx, loss):
+        return loss.clone()
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return torch.ones_like(grad_output)
+
+
+def one_step(small_vocab_model, tmp_path, chunk, monkeypatch=None, oom_if=None, table=None, loss_type="dapo", on_call=None,
+             unsloth_loss=False, **settings):
+    """Gradient of one GAPO update at ``chunk`` completions per pass (after any back-off); ``unsloth_loss``: the
+    loss's backward ignores its incoming gradient, as Unsloth's does."""
     import trl
 
     from gapo_lite.models import LoraSettings, load_model
@@ -54,6 +70,9 @@ def one_step(small_vocab_model, tmp_path, chunk, monkeypatch=None, oom_if=None, 
             return original(self, model, inputs, *args, **kwargs)
 
         monkeypatch.setattr(trl.GRPOTrainer, "compute_loss", flaky)
+    if unsloth_loss:
+        inner = trl.GRPOTrainer.compute_loss
+        monkeypatch.setattr(trl.GRPOTrainer, "compute_loss", lambda self, *args, **kwargs: IgnoresGradOutput.apply(inner(self, *args, **kwargs)))
     trainer = build_trainer(config, model=model, tokenizer=tok, train_dataset=dataset, callbacks=[capture])
     trainer.gapo_plan_table = table
     trainer.train()
@@ -211,4 +230,14 @@ def test_backoff_is_exact_for_every_loss_type(small_vocab_model, tmp_path, monke
     assert sum(float(g.abs().sum()) for g in reference.values()) > 0
     grads, trainer = one_step(small_vocab_model, tmp_path / "oom", 16, monkeypatch, oom_if=lambda self, rows: rows > 4, loss_type=loss_type)
     assert trainer.loss_type == loss_type and [b["chunk_size"] for b in trainer.gapo_backoffs] == [8, 4]
+    assert rel_error(grads, reference) <= 1e-5
+
+
+@pytest.mark.parametrize("loss_type", LOSS_TYPES)
+def test_backoff_is_exact_when_the_loss_ignores_its_incoming_gradient(small_vocab_model, tmp_path, monkeypatch, loss_type):
+    """Unsloth's GRPO loss drops the gradient a weighted loss would hand it; the parts' weights reach the parameters anyway."""
+    reference, _ = one_step(small_vocab_model, tmp_path / "ref", 16, monkeypatch, loss_type=loss_type, unsloth_loss=True)
+    grads, trainer = one_step(small_vocab_model, tmp_path / "oom", 16, monkeypatch, oom_if=lambda self, rows: rows > 4,
+                              loss_type=loss_type, unsloth_loss=True)
+    assert [b["chunk_size"] for b in trainer.gapo_backoffs] == [8, 4]
     assert rel_error(grads, reference) <= 1e-5

@@ -1,7 +1,10 @@
 """Out-of-memory back-off helpers: split a prepared micro-batch exactly, and the errors that end a run.
 
-Splitting a micro-batch into parts must leave the optimizer step's gradient unchanged. How each part's loss
-is weighted depends on how TRL 1.14's ``GRPOTrainer._compute_loss`` normalises that loss type:
+Splitting a micro-batch into parts must leave the optimizer step's gradient unchanged. How each part's gradient
+is weighted (:func:`part_weight`, applied to the parameters' gradients by
+:func:`gapo_lite.training.gapo_trainer.weighted_gradients`) depends on how the loss type is normalised, the same
+in TRL 1.14's ``GRPOTrainer._compute_loss`` and in Unsloth's ``grpo_compute_loss`` (unsloth_zoo 2026.10.9
+~L1223-1247, which runs each micro-batch as one chunk):
 
 * ``dapo``, ``cispo``, ``vespo``: divided by ``num_items_in_batch``, a token count over the whole generation
   batch that every slice keeps, so the parts already add up (weight 1);
