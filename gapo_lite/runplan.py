@@ -144,12 +144,19 @@ HardwarePlan = RunPlan  # the same class under the name scripts and notebooks us
 
 def choose_precision(backend: str, cuda: bool, requested: str = "auto") -> str:
     """``"unsloth"`` (Unsloth picks), ``"bf16"`` on a GPU with native bf16, ``"fp16"`` on one without; on a CPU
-    :func:`~gapo_lite._bootstrap.cpu_precision`. ``requested`` ("auto", "bf16", "fp32") forces one."""
+    :func:`~gapo_lite._bootstrap.cpu_precision`. ``requested`` ("auto", "bf16", "fp32") forces one; fp32 is refused
+    on Unsloth on a GPU, whose trainer would autocast anyway (on its CPU fallback TRL's trainer runs, fp32 holds)."""
     if requested not in REQUESTED_PRECISIONS:
         raise ValueError(f"precision must be one of {REQUESTED_PRECISIONS}, got {requested!r}")
     if not cuda:
         return cpu_precision(requested)
     if requested == "fp32":
+        if backend == "unsloth":
+            raise ValueError(
+                "precision 'fp32' cannot hold on the Unsloth backend: its trainer turns bf16 (or fp16) autocast on whenever "
+                "neither is asked for (unsloth/models/rl.py ~L2673-2680 in 2026.10.9); use backend='transformers' for fp32, "
+                "or precision 'auto'"
+            )
         return "fp32"
     if requested == "bf16":
         if not native_bf16():

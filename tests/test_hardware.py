@@ -70,6 +70,17 @@ def test_auto_backend_on_a_gpu_with_unsloth_is_unsloth(fake_gpu):
     assert no_unsloth.backend == "transformers" and "not installed" in no_unsloth.backend_reason and no_unsloth.precision == "fp16"
 
 
+def test_fp32_is_refused_on_unsloth_on_a_gpu_and_kept_on_transformers(fake_gpu):
+    """With bf16 = fp16 = False Unsloth's trainer switches autocast on itself, so fp32 would not be what runs."""
+    fake_gpu(9, 0)
+    for backend in ("unsloth", "auto"):
+        with pytest.raises(ValueError, match="precision 'fp32' cannot hold on the Unsloth backend.*backend='transformers'"):
+            resolve_hardware(cfg(backend=backend, precision="fp32"), has_unsloth=True)
+    hw = resolve_hardware(cfg(backend="transformers", precision="fp32", load_in_4bit=False), has_unsloth=True)
+    assert (hw.precision, hw.torch_dtype, hw.quantization) == ("fp32", torch.float32, "32bit")
+    assert grpo_kwargs(cfg(backend="transformers", precision="fp32"), hw, 8)["bf16"] is False
+
+
 def test_load_dtype_on_a_t4_is_fp16(fake_gpu):
     """load_model loads in the run plan's dtype; a T4 emulates bf16, so the plan says fp16 there."""
     fake_gpu(7, 5)
