@@ -179,6 +179,15 @@ def test_planner_is_asked_about_what_runs(fake_gpu):
     fp32_states = plan_for_config(dataclasses.replace(config, optim="adamw_torch"), prompt_tokens=90,
                                   hardware=dataclasses.replace(hw, optim="adamw_torch"))
     assert fp32_states.terms["lora_params_and_optimizer"] == plan.terms["lora_params_and_optimizer"] * 16 // 10
+    unsloth = dataclasses.replace(hw, backend="unsloth", precision="unsloth")
+    offloaded, plain = (plan_for_config(dataclasses.replace(config, backend="unsloth", max_seq_length=n), prompt_tokens=90, hardware=unsloth)
+                        for n in (1024, 384))  # Unsloth offloads checkpointed layer inputs only from max_seq_length 512
+    assert (offloaded.settings["max_seq_length"], plain.settings["max_seq_length"]) == (1024, 384)
+    from gapo_lite.memory import ModelSpec, PlanSettings, estimate_terms
+
+    spec, chunk = ModelSpec.builtin("qwen2.5-7b"), offloaded.chunk_size
+    assert (estimate_terms(spec, PlanSettings(**plain.settings), chunk)["activations"]
+            > estimate_terms(spec, PlanSettings(**offloaded.settings), chunk)["activations"])
 
 
 def test_objective_fields_are_all_set_explicitly():
