@@ -45,6 +45,13 @@ def native_bf16() -> bool:
     return bool(torch.cuda.is_bf16_supported(including_emulation=False))
 
 
+def visible_gpus() -> int:
+    """CUDA GPUs this process sees (0 without CUDA)."""
+    import torch
+
+    return torch.cuda.device_count()
+
+
 def world_size() -> int:
     """Number of training processes (``WORLD_SIZE`` as set by torchrun / accelerate; 1 otherwise)."""
     value = os.environ.get("WORLD_SIZE", "1")
@@ -133,6 +140,21 @@ class RunPlan:
             f"weights {self.quantization}{'; vLLM generation' if self.fast_inference else ''}"
             f"{'; each prompt computed once per group' if self.share_prompts else ''}"
         )
+
+    def check_one_gpu_per_process(self, gpus: int | None = None) -> None:
+        """Refuse a trainer that would drive several GPUs from one process.
+
+        Launched without torchrun / accelerate, transformers' Trainer counts every visible GPU into ``n_gpu``
+        (``training_args.py`` ~L1912-1917 in 5.17) and wraps the model in ``DataParallel``, which splits each
+        micro-batch over the GPUs and multiplies the batch by their number (``trainer.py`` ~L1568): not the run
+        the plan and the memory plan describe. ``gpus`` defaults to the GPUs torch sees."""
+        gpus = visible_gpus() if gpus is None else gpus
+        if self.cuda and self.world_size == 1 and gpus > 1:
+            raise ValueError(
+                f"{gpus} GPUs are visible to one training process, which transformers' Trainer would run as DataParallel "
+                f"(each batch split over the GPUs and multiplied by {gpus}); train on one GPU (CUDA_VISIBLE_DEVICES=0 gapo-lite "
+                f"train ...) or one process per GPU (accelerate launch --num_processes {gpus} -m gapo_lite.cli train ...)"
+            )
 
     def import_backend(self) -> None:
         """Import the chosen backend's packages in the right order (Unsloth before trl); nothing for transformers."""

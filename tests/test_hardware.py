@@ -144,6 +144,19 @@ def test_plan_line_says_where_prompts_are_shared(fake_gpu):
     assert hw.backend == "unsloth" and not hw.share_prompts and "once per group" not in hw.describe()
 
 
+def test_several_gpus_in_one_process_are_refused_before_loading(fake_gpu, monkeypatch):
+    """Without torchrun / accelerate, transformers' Trainer would wrap the model in DataParallel over every visible GPU."""
+    from gapo_lite.training import build_trainer
+
+    fake_gpu(9, 0)
+    hw = resolve_hardware(cfg(backend="transformers"))
+    hw.check_one_gpu_per_process(gpus=1)
+    dataclasses.replace(hw, world_size=2).check_one_gpu_per_process(gpus=2)  # one process per GPU
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    with pytest.raises(ValueError, match="2 GPUs are visible to one training process.*DataParallel.*CUDA_VISIBLE_DEVICES=0"):
+        build_trainer(cfg(backend="transformers", model="/nonexistent/model"), hardware=hw)  # before anything loads
+
+
 def test_world_size_is_read_once_and_checked(monkeypatch):
     monkeypatch.setenv("WORLD_SIZE", "2")
     hw = resolve_hardware(cfg())

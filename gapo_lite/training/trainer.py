@@ -129,6 +129,7 @@ def build_trainer(
     """A ready ``GAPOTrainer`` for ``config`` (model and data built unless given) on ``hardware`` (resolved here unless given)."""
     hardware = hardware or resolve_hardware(config)
     print(f"gapo-lite: {hardware.describe()}")
+    hardware.check_one_gpu_per_process()
     hardware.import_backend()  # Unsloth before trl/transformers/peft, when it is the backend
     from gapo_lite.data import build_list_dataset
     from gapo_lite.training.callbacks import JsonlMetricsCallback
