@@ -37,7 +37,7 @@ class IgnoresGradOutput(torch.autograd.Function):
 
 
 def one_step(small_vocab_model, tmp_path, chunk, monkeypatch=None, oom_if=None, table=None, loss_type="dapo", on_call=None,
-             unsloth_loss=False, **settings):
+             unsloth_loss=False, error=None, **settings):
     """Gradient of one GAPO update at ``chunk`` completions per pass (after any back-off); ``unsloth_loss``: the
     loss's backward ignores its incoming gradient, as Unsloth's does."""
     import trl
@@ -66,7 +66,7 @@ def one_step(small_vocab_model, tmp_path, chunk, monkeypatch=None, oom_if=None, 
             if oom_if(self, inputs["completion_ids"].shape[0]):
                 held = FailedStepMemory()  # stands for the failed step's activations, alive while its frame is
                 FailedStepMemory.refs.append(weakref.ref(held))
-                raise torch.OutOfMemoryError("CUDA out of memory (injected)")
+                raise error or torch.OutOfMemoryError("CUDA out of memory (injected)")
             return original(self, model, inputs, *args, **kwargs)
 
         monkeypatch.setattr(trl.GRPOTrainer, "compute_loss", flaky)
@@ -140,6 +140,20 @@ def test_oom_in_a_later_micro_step_redoes_the_window(small_vocab_model, tmp_path
     grads, trainer = one_step(small_vocab_model, tmp_path, 4, monkeypatch, oom_if=oom_if)
     assert fired and [b["chunk_size"] for b in trainer.gapo_backoffs] == [2]
     assert rel_error(grads, reference) <= 1e-5
+
+
+def test_a_cublas_allocation_failure_backs_off_too(small_vocab_model, tmp_path, reference, monkeypatch):
+    """cuBLAS failing to allocate is a RuntimeError, not torch.OutOfMemoryError; it is memory all the same."""
+    cublas = RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`")
+    grads, trainer = one_step(small_vocab_model, tmp_path, 16, monkeypatch, oom_if=lambda self, rows: rows > 8, error=cublas)
+    assert [b["chunk_size"] for b in trainer.gapo_backoffs] == [8]
+    assert rel_error(grads, reference) <= 1e-5
+
+
+def test_other_runtime_errors_are_not_taken_for_memory(small_vocab_model, tmp_path, monkeypatch):
+    with pytest.raises(RuntimeError, match="CUBLAS_STATUS_INVALID_VALUE"):
+        one_step(small_vocab_model, tmp_path, 16, monkeypatch, oom_if=lambda self, rows: True,
+                 error=RuntimeError("CUDA error: CUBLAS_STATUS_INVALID_VALUE when calling `cublasSgemm`"))
 
 
 def test_oom_at_chunk_one_stops_with_the_plan_table(small_vocab_model, tmp_path, monkeypatch):

@@ -26,6 +26,18 @@ ROW_MEAN = frozenset({"grpo", "sapo", "dr_grpo", "luspo"})
 TOKEN_MEAN = frozenset({"bnpo"})
 
 
+# CUDA running out of memory outside PyTorch's caching allocator raises a RuntimeError, not a torch.OutOfMemoryError:
+# cuBLAS or cuDNN failing to allocate a handle or workspace (cublasCreate's CUBLAS_STATUS_ALLOC_FAILED), or the
+# CUDA runtime's cudaErrorMemoryAllocation (torch.AcceleratorError, a RuntimeError). These are their messages;
+# scripts/gpu_check.py's errors stage records what a real GPU raises.
+OUT_OF_MEMORY_MESSAGES = ("CUBLAS_STATUS_ALLOC_FAILED", "CUDNN_STATUS_ALLOC_FAILED", "CUDA error: out of memory")
+
+
+def is_out_of_memory(err: BaseException) -> bool:
+    """A CUDA out-of-memory error, from the caching allocator or from a CUDA library (see ``OUT_OF_MEMORY_MESSAGES``)."""
+    return isinstance(err, torch.OutOfMemoryError) or (isinstance(err, RuntimeError) and any(m in str(err) for m in OUT_OF_MEMORY_MESSAGES))
+
+
 class OutOfMemoryAtChunkOne(RuntimeError):
     """Even one completion per forward/backward pass does not fit."""
 

@@ -24,6 +24,7 @@ from gapo_lite.training.backoff import (
     OutOfMemoryAtChunkOne,
     PreparedPart,
     generation_oom_message,
+    is_out_of_memory,
     part_weight,
     rows,
     slice_rows,
@@ -79,7 +80,9 @@ class BackoffMixin:
     def _generate_and_score_completions(self, inputs):
         try:
             return super()._generate_and_score_completions(inputs)
-        except torch.OutOfMemoryError as err:
+        except RuntimeError as err:
+            if not is_out_of_memory(err):
+                raise
             message = generation_oom_message(
                 int(self.state.global_step), self.gapo_prompts_per_step, self.args.num_generations, self.args.max_completion_length
             )
@@ -120,7 +123,9 @@ class BackoffMixin:
                 if self._gapo_splits == 1:
                     return super().training_step(model, inputs, num_items_in_batch)
                 return self._split_step(model, self._current_micro_batch(inputs), num_items_in_batch)
-            except torch.OutOfMemoryError as err:
+            except RuntimeError as err:
+                if not is_out_of_memory(err):
+                    raise
                 self._decide_back_off(err)  # the decision only; raises when nothing smaller is left
             # Out of the except block: the traceback (and the failed step's frames and activations) is released.
             free_memory()
