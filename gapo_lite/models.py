@@ -10,7 +10,7 @@ from typing import Any, Literal
 from gapo_lite.errors import looks_like_local_path
 from gapo_lite.gguf import gguf_checkpoint, is_gguf
 from gapo_lite.runplan import RunPlan, resolve_run_plan
-from gapo_lite.sampling import ensure_pad_token
+from gapo_lite.sampling import ensure_pad_token, pads_with_eos
 
 logger = logging.getLogger("gapo_lite")
 
@@ -124,6 +124,12 @@ def _load_unsloth(path: str, plan: RunPlan, max_seq_length: int, lora: LoraSetti
     model, tokenizer = FastLanguageModel.from_pretrained(**kwargs)
     if Path(path).is_dir():
         tokenizer = load_tokenizer(path)  # keep a custom tokenizer's own class (see load_tokenizer)
+        if pads_with_eos(tokenizer):
+            raise ValueError(
+                f"{path}: its tokenizer has no token to pad with but its end-of-sequence token {tokenizer.eos_token!r}, and "
+                "Unsloth's GRPO loss drops every pad-id token, so that token would leave the loss; give the tokenizer a pad "
+                "token (tokenizer.add_special_tokens and model.resize_token_embeddings) or use backend='transformers'"
+            )
     if lora is not None:
         model = FastLanguageModel.get_peft_model(
             model,
@@ -183,7 +189,7 @@ def _load_transformers(path: str, plan: RunPlan, lora: LoraSettings | None, rand
     from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
 
     if plan.load_in_4bit:
-        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=True)
+        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=plan.gradient_checkpointing)
     targets = lora_targets(model, lora.target_modules, path)
     torch.manual_seed(random_state)
     config = LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout, target_modules=targets, task_type="CAUSAL_LM")

@@ -45,6 +45,13 @@ def native_bf16() -> bool:
     return bool(torch.cuda.is_bf16_supported(including_emulation=False))
 
 
+def visible_gpus() -> int:
+    """CUDA GPUs this process sees (0 without CUDA)."""
+    import torch
+
+    return torch.cuda.device_count()
+
+
 def world_size() -> int:
     """Number of training processes (``WORLD_SIZE`` as set by torchrun / accelerate; 1 otherwise)."""
     value = os.environ.get("WORLD_SIZE", "1")
@@ -118,6 +125,12 @@ class RunPlan:
         """Forward/backward passes per optimizer step at ``chunk_size`` completions per pass."""
         return batching.passes_per_step(config.prompts_per_step, config.num_generations, self.world_size, chunk_size)
 
+    @property
+    def share_prompts(self) -> bool:
+        """Whether each group's prompt goes through the model once (:mod:`gapo_lite.training.shared_prompt`), with
+        gradient checkpointing on or off: on the transformers backend; Unsloth computes its log-probs its own way."""
+        return self.backend == "transformers"
+
     def describe(self) -> str:
         """One line for the log."""
         precision = f"{self.precision} autocast" if self.precision == "bf16" and not self.cuda else self.precision
@@ -125,7 +138,23 @@ class RunPlan:
             f"backend {self.backend} ({self.backend_reason}); {'CUDA' if self.cuda else 'CPU'}, {self.world_size} process(es); "
             f"precision {precision}; optimizer {self.optim}; gradient checkpointing {'on' if self.gradient_checkpointing else 'off'}; "
             f"weights {self.quantization}{'; vLLM generation' if self.fast_inference else ''}"
+            f"{'; each prompt computed once per group' if self.share_prompts else ''}"
         )
+
+    def check_one_gpu_per_process(self, gpus: int | None = None) -> None:
+        """Refuse a trainer that would drive several GPUs from one process.
+
+        Launched without torchrun / accelerate, transformers' Trainer counts every visible GPU into ``n_gpu``
+        (``training_args.py`` ~L1912-1917 in 5.17) and wraps the model in ``DataParallel``, which splits each
+        micro-batch over the GPUs and multiplies the batch by their number (``trainer.py`` ~L1568): not the run
+        the plan and the memory plan describe. ``gpus`` defaults to the GPUs torch sees."""
+        gpus = visible_gpus() if gpus is None else gpus
+        if self.cuda and self.world_size == 1 and gpus > 1:
+            raise ValueError(
+                f"{gpus} GPUs are visible to one training process, which transformers' Trainer would run as DataParallel "
+                f"(each batch split over the GPUs and multiplied by {gpus}); train on one GPU (CUDA_VISIBLE_DEVICES=0 gapo-lite "
+                f"train ...) or one process per GPU (accelerate launch --num_processes {gpus} -m gapo_lite.cli train ...)"
+            )
 
     def import_backend(self) -> None:
         """Import the chosen backend's packages in the right order (Unsloth before trl); nothing for transformers."""
@@ -137,12 +166,19 @@ HardwarePlan = RunPlan  # the same class under the name scripts and notebooks us
 
 def choose_precision(backend: str, cuda: bool, requested: str = "auto") -> str:
     """``"unsloth"`` (Unsloth picks), ``"bf16"`` on a GPU with native bf16, ``"fp16"`` on one without; on a CPU
-    :func:`~gapo_lite._bootstrap.cpu_precision`. ``requested`` ("auto", "bf16", "fp32") forces one."""
+    :func:`~gapo_lite._bootstrap.cpu_precision`. ``requested`` ("auto", "bf16", "fp32") forces one; fp32 is refused
+    on Unsloth on a GPU, whose trainer would autocast anyway (on its CPU fallback TRL's trainer runs, fp32 holds)."""
     if requested not in REQUESTED_PRECISIONS:
         raise ValueError(f"precision must be one of {REQUESTED_PRECISIONS}, got {requested!r}")
     if not cuda:
         return cpu_precision(requested)
     if requested == "fp32":
+        if backend == "unsloth":
+            raise ValueError(
+                "precision 'fp32' cannot hold on the Unsloth backend: its trainer turns bf16 (or fp16) autocast on whenever "
+                "neither is asked for (unsloth/models/rl.py ~L2673-2680 in 2026.10.9); use backend='transformers' for fp32, "
+                "or precision 'auto'"
+            )
         return "fp32"
     if requested == "bf16":
         if not native_bf16():

@@ -8,13 +8,41 @@ Prompt = str | list[dict[str, str]]
 
 
 def ensure_pad_token(tokenizer: Any) -> Any:
-    """Give a tokenizer without a pad token the usual one, its end-of-sequence token (Llama / SmolLM2 ship
-    none); padded positions are masked, so which token pads does not change what the model sees."""
-    if tokenizer.pad_token is None:
-        if tokenizer.eos_token is None:
-            raise ValueError(f"{type(tokenizer).__name__} has neither a pad token nor an eos token to pad with; set tokenizer.pad_token")
-        tokenizer.pad_token = tokenizer.eos_token
+    """Give the tokenizer a pad token distinct from its end-of-sequence token where its vocabulary has one.
+
+    Unsloth's GRPO loss drops every completion token whose id is the pad id (unsloth_zoo 2026.10.9,
+    ``rl_replacements.py`` ~L2962-2982; Unsloth's own loader picks a pad distinct from eos for that reason,
+    ``tokenizer_utils.py`` ~L811-817), so with pad = eos the end-of-turn token that closes each completion
+    would leave the loss. TRL's path masks by position, so there the pad token changes nothing: padded
+    positions are masked (``tests/test_pad_token.py``). A missing pad, or one equal to eos, is replaced by the
+    first of :func:`pad_candidates`; a tokenizer with none pads with eos (the transformers path is unaffected;
+    the Unsloth loader refuses it)."""
+    if tokenizer.pad_token is None and tokenizer.eos_token is None:
+        raise ValueError(f"{type(tokenizer).__name__} has neither a pad token nor an eos token to pad with; set tokenizer.pad_token")
+    if tokenizer.pad_token is not None and not pads_with_eos(tokenizer):
+        return tokenizer
+    candidates = pad_candidates(tokenizer)
+    tokenizer.pad_token = candidates[0] if candidates else tokenizer.eos_token
     return tokenizer
+
+
+def pads_with_eos(tokenizer: Any) -> bool:
+    """True when the tokenizer's pad token is (or has the id of) its end-of-sequence token."""
+    return tokenizer.eos_token is not None and (tokenizer.pad_token == tokenizer.eos_token or tokenizer.pad_token_id == tokenizer.eos_token_id)
+
+
+def pad_candidates(tokenizer: Any) -> list[str]:
+    """The tokenizer's added tokens that can pad, best first, none of them its eos: pad sentinels (``<pad>``,
+    ``[PAD]``, Llama-3.1's ``<|finetune_right_pad_id|>``, Qwen's ``<|fim_pad|>``...), ``<|endoftext|>`` (the pad
+    of Qwen and GPT-style tokenizers, SmolLM2's unknown token), Llama-3's ``<|reserved_special_token_N|>``, then the
+    unknown token. Only added tokens are looked at, so an ordinary word such as ``pad`` never pads."""
+    eos = tokenizer.eos_token
+    added = [token for token, _ in sorted(tokenizer.get_added_vocab().items(), key=lambda item: item[1]) if token != eos]
+    sentinels = [t for t in added if "pad" in t.lower() and t.startswith(("<", "[")) and t.endswith((">", "]"))]
+    endoftext = [t for t in added if t == "<|endoftext|>"]
+    reserved = [t for t in added if t.startswith("<|reserved_special_token_")]
+    unknown = [tokenizer.unk_token] if tokenizer.unk_token is not None and tokenizer.unk_token != eos else []
+    return list(dict.fromkeys(sentinels + endoftext + reserved + unknown))
 
 
 def render_prompt(tokenizer: Any, prompt: Prompt) -> str:

@@ -26,8 +26,13 @@ Stages, each in its own subprocess (``scripts/gpu_check_worker.py``) with its ow
    planner-from-config meets a model that is not Qwen; skipped, saying so, when less than ``--llama-min-s``
    is left;
 4. ``7B/transformers/pair``;
-5. the 32B pairs, only when there is room for its 65 GB of weights (disk and GPU) and time left; otherwise
+5. ``7B/unsloth/short``: the pair stage at ``max_seq_length`` 384, where Unsloth checkpoints without offloading
+   and the planner counts every layer's input;
+6. the 32B pairs, only when there is room for its 65 GB of weights (disk and GPU) and time left; otherwise
    the table says why they were skipped.
+
+Before them, on a GPU, ``errors`` (no model, seconds): what a first matrix product raises on a full GPU and whether
+the OOM back-off takes it for memory. The pair stages also record ``probes`` (``scripts/gpu_check_worker.py``).
 
 Every figure is printed (and flushed) the moment it is measured, and each stage's row as soon as it ends, so
 a timeout keeps what was printed. ``--json-out FILE`` also writes the run (GPU, versions, date, every row so far
@@ -96,6 +101,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--stage-timeout-s", type=float, default=200.0, help="limit per stage (a stage past it is stopped; what it printed stays)")
     parser.add_argument("--train-budget-gb", type=float, default=40.0, help="memory_budget_gb of the train() stage (a cap below the GPU's memory)")
     parser.add_argument("--no-train-stage", dest="train_stage", action="store_false", help="skip the train() stage")
+    parser.add_argument("--no-short-stage", dest="short_stage", action="store_false",
+                        help="skip the 7B Unsloth stage at max_seq_length 384 (below Unsloth's offloading threshold)")
+    parser.add_argument("--no-errors-stage", dest="errors_stage", action="store_false",
+                        help="skip the first stage: what a matrix product raises on a full GPU")
     parser.add_argument("--keep", action="store_true", help="keep the built checkpoints")
     parser.add_argument("--json", action="store_true", help="also print the results as JSON")
     parser.add_argument("--json-out", type=Path, default=None, help="write the run as JSON to this file after every stage (atomically)")
@@ -110,7 +119,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.skip_32b:
         models = [m for m in models if m != "32b"]
     if args.quick:
-        models, backends, args.steps, args.train_stage = ["7b"], ["unsloth"], 1, False
+        models, backends, args.steps, args.train_stage, args.short_stage = ["7b"], ["unsloth"], 1, False, False
     if args.dry_run:
         models, backends = ["tiny", "tiny-llama"], ["transformers"]
         args.num_generations = min(args.num_generations, 4)
@@ -390,6 +399,8 @@ def plan_stages(args: argparse.Namespace) -> list[tuple[str, str, str]]:
                     stages.append((model, backend, "train"))
             else:
                 later.append((model, backend, "pair"))
+        if model == "7b" and "unsloth" in args.backend_list and args.short_stage:
+            later.append((model, "unsloth", "short"))  # the planner below Unsloth's offloading threshold
     return stages + later
 
 
@@ -436,7 +447,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.json_out is not None:
             write_json_atomic(args.json_out, run_record(args, gpu, rows, running, started))
 
-    for key, backend, stage in plan_stages(args):
+    if cuda and args.errors_stage:  # no model: seconds, so it goes first
+        record("errors")
+        rows.append(run_stage("errors", work_dir / "no-model", "-", "-", args, timeout=min(args.stage_timeout_s, 60.0)))
+        print_row(rows[-1])
+    stages = plan_stages(args)
+    for index, (key, backend, stage) in enumerate(stages):
         spec = specs[key]
         base = {"stage": stage, "model": spec.name, "backend": backend}
         remaining = args.time_budget_s - (time.perf_counter() - start)
@@ -471,7 +487,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row)
         print_row(row)
         record("between stages")
-        last_of_model = all(k != key for k, _, _ in plan_stages(args)[len(rows):])
+        last_of_model = all(k != key for k, _, _ in stages[index + 1:])
         if last_of_model and isinstance(built[key], Path) and not args.keep:
             shutil.rmtree(built[key], ignore_errors=True)
     record(None)

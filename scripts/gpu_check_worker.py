@@ -8,16 +8,28 @@ flushed), so a stage killed by its timeout still leaves what it measured in the 
   next to the plan's estimate, step time and generated tokens/s.
 * ``train``: the real ``train()`` path of recipe ``qwen7b_lists`` on ``--model-dir`` (2 steps, a capped
   ``memory_budget_gb``, a checkpoint and the adapter saved and checked).
+* ``short``: the ``pair`` stage at ``max_seq_length`` 384, below the 512 from which Unsloth offloads checkpointed
+  layer inputs (the planner then counts every layer's input): peak VRAM next to that plan.
+* ``errors``: no model: what CUDA raises when a first matrix product finds the GPU full (cuBLAS creating its handle
+  outside PyTorch's caching allocator) and whether the OOM back-off takes it for memory; the GPUs torch sees.
+
+``pair`` and ``short`` also record ``probes``, facts only a GPU run shows (docs/gpu.md, "The GPU path read against its
+sources"): checkpointing as planned and as the model has it, the adapter's dtypes, the pad and eos tokens, the gradient
+of a micro-batch in one pass against two halves under a row-mean loss (the OOM back-off's split; on Unsloth its weights
+reach the gradient only through the parameters' hooks), and on the transformers backend the shared prompt's
+log-probabilities and gradients against TRL's path in training mode, with the run's checkpointing and autocast.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
 import shutil
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +104,132 @@ class GenerationMeter:
         trainer._generate_single_turn = timed
 
 
+def relative_error(got: list[Any], want: list[Any]) -> float:
+    """|got - want| / |want| over lists of tensors (float64 norms)."""
+    num = sum(float((g.double() - w.double()).norm()) ** 2 for g, w in zip(got, want)) ** 0.5
+    den = sum(float(w.double().norm()) ** 2 for w in want) ** 0.5
+    return num / den if den else float("nan")
+
+
+def lora_grads(trainer: Any) -> list[Any]:
+    return [p.grad.detach().float().clone() if p.grad is not None else p.detach().float() * 0 for p in trainer.model.parameters() if p.requires_grad]
+
+
+def split_gradient_error(trainer: Any, loss_type: str = "grpo", rows: int = 8) -> float:
+    """A micro-batch's gradient (its first ``rows`` completions) in one pass against two halves, the OOM back-off's
+    split, under ``loss_type``: a row mean, so each half is weighted 1/2. The advantages are drawn at random: a
+    random-weight model's answers are all invalid, their group advantages zero, and so would be the gradient."""
+    import torch
+
+    from gapo_lite.training.backoff import slice_rows
+
+    batch = slice_rows(trainer._buffered_inputs[0], 0, rows)
+    advantages = batch["advantages"]
+    batch["advantages"] = torch.randn(advantages.shape, generator=torch.Generator().manual_seed(0)).to(advantages)
+    saved = (trainer.loss_type, trainer.args.loss_type, trainer._step, trainer._gapo_splits)
+    trainer.loss_type = trainer.args.loss_type = loss_type  # Unsloth's loss reads the config's
+    grads = []
+    try:
+        for splits in (1, 2):
+            trainer.model.zero_grad(set_to_none=True)
+            trainer._gapo_splits = splits
+            trainer._split_step(trainer.model_wrapped, batch, None)
+            grads.append(lora_grads(trainer))
+    finally:
+        trainer.loss_type, trainer.args.loss_type, trainer._step, trainer._gapo_splits = saved
+        trainer.model.zero_grad(set_to_none=True)
+    return relative_error(grads[1], grads[0])
+
+
+def shared_prompt_errors(trainer: Any, rows: int = 8) -> dict[str, float]:
+    """The shared prompt against TRL's path on ``rows`` completions of the last generation batch, in training mode with
+    the run's checkpointing and autocast: relative differences of the log-probabilities and of the gradients."""
+    import torch
+
+    batch = trainer._buffered_inputs[0]
+    ids = torch.cat([batch["prompt_ids"][:rows], batch["completion_ids"][:rows]], 1)
+    mask = torch.cat([batch["prompt_mask"][:rows], batch["completion_mask"][:rows]], 1)
+    keep, completion_mask = batch["completion_ids"].size(1), batch["completion_mask"][:rows]
+    trainer.model_wrapped.train()
+    runs = []
+    try:
+        for shared in (False, True):
+            trainer.gapo_share_prompts = shared
+            trainer.model.zero_grad(set_to_none=True)
+            logps, _, _ = trainer._full_logits_logps(trainer.model_wrapped, ids, mask, keep)
+            (logps * completion_mask).sum().backward()
+            runs.append(([logps.detach()[completion_mask.bool()].float()], lora_grads(trainer)))
+    finally:
+        trainer.gapo_share_prompts = trainer.gapo_hardware.share_prompts
+        trainer.model.zero_grad(set_to_none=True)
+    (plain_logps, plain_grads), (shared_logps, shared_grads) = runs
+    return {"logps": relative_error(shared_logps, plain_logps), "grads": relative_error(shared_grads, plain_grads)}
+
+
+@contextlib.contextmanager
+def no_dropout(model: Any) -> Iterator[None]:
+    """Dropout off (p = 0) for the block: the comparisons below run the same rows twice and must draw no masks."""
+    import torch
+
+    layers = [(m, m.p) for m in model.modules() if isinstance(m, torch.nn.Dropout)]
+    for module, _ in layers:
+        module.p = 0.0
+    try:
+        yield
+    finally:
+        for module, p in layers:
+            module.p = p
+
+
+def probes(trainer: Any, hardware: Any) -> dict[str, Any]:
+    """Facts of the built and trained trainer that only a GPU run shows; a probe that fails records its error."""
+    tok = trainer.processing_class
+    found: dict[str, Any] = {}
+    checks = {
+        "gradient_checkpointing": lambda: {"plan": hardware.gradient_checkpointing, "model": bool(trainer.model.is_gradient_checkpointing)},
+        "adapter_dtypes": lambda: sorted({str(p.dtype) for p in trainer.model.parameters() if p.requires_grad}),
+        "pad_token": lambda: {"pad": tok.pad_token, "eos": tok.eos_token, "distinct": tok.pad_token_id != tok.eos_token_id},
+        "split_gradient_error_grpo": lambda: split_gradient_error(trainer),
+    }
+    if hardware.share_prompts:
+        checks["shared_prompt_vs_trl"] = lambda: shared_prompt_errors(trainer)
+    for name, check in checks.items():
+        try:
+            with no_dropout(trainer.model):
+                found[name] = check()
+        except Exception as err:  # a probe's failure is a finding, not the stage's
+            found[name] = f"error: {type(err).__name__}: {err}"[:300]
+        say("probes", f"{name}: {found[name]}")
+    return found
+
+
+def run_errors(args: argparse.Namespace, label: str) -> dict[str, Any]:
+    """What a first matrix product raises on a full GPU (cuBLAS creates its handle with its own cudaMalloc, outside the
+    caching allocator), whether the back-off's ``is_out_of_memory`` takes it for memory, and the GPUs torch sees."""
+    import torch
+
+    from gapo_lite.training.backoff import is_out_of_memory
+
+    a = torch.randn(256, 256, device="cuda")  # made before the GPU is full; no cuBLAS call yet in this process
+    held, size = [], 1 << 30
+    while size >= 1 << 20:  # take what the caching allocator can get, in halving pieces down to 1 MiB
+        try:
+            held.append(torch.empty(size, dtype=torch.uint8, device="cuda"))
+        except torch.OutOfMemoryError:
+            size //= 2
+    outcome: dict[str, Any] = {"held_gib": round(sum(t.numel() for t in held) / GIB, 2)}
+    try:
+        (a @ a).sum().item()
+        outcome["raised"] = None
+    except Exception as err:
+        outcome.update(raised=type(err).__name__, message=str(err)[:300], taken_for_memory=is_out_of_memory(err))
+    del held
+    torch.cuda.empty_cache()
+    say(label, f"first matmul on a full GPU: {outcome}")
+    return {"stage": "errors", "model": args.model_name, "backend": args.backend, "status": "ok",
+            "probes": {"cublas_on_a_full_gpu": outcome, "visible_gpus": torch.cuda.device_count()}}
+
+
 def run_pair(args: argparse.Namespace, label: str) -> dict[str, Any]:
     """The plan check: build_trainer on the model, forced-length completions, peak VRAM vs the plan's estimate."""
     import torch
@@ -103,7 +241,7 @@ def run_pair(args: argparse.Namespace, label: str) -> dict[str, Any]:
 
     cuda = torch.cuda.is_available()
     config = TrainConfig(
-        model=str(args.model_dir), backend=args.backend, load_in_4bit=cuda, max_seq_length=1024 + args.completion_tokens,
+        model=str(args.model_dir), backend=args.backend, load_in_4bit=cuda, max_seq_length=args.max_seq_length or 1024 + args.completion_tokens,
         lora_r=args.lora_rank, lora_alpha=max(1, args.lora_rank // 2), num_generations=args.num_generations,
         prompts_per_step=args.prompts_per_step, max_completion_length=args.completion_tokens, max_steps=args.steps,
         output_dir=str(args.out_dir), save_steps=10**6, seed=0,
@@ -135,10 +273,12 @@ def run_pair(args: argparse.Namespace, label: str) -> dict[str, Any]:
     start = time.perf_counter()
     trainer.train()
     seconds = time.perf_counter() - start
+    peak = cuda_peak()  # before the probes, which run forwards of their own
     tokens = meter.tokens or args.steps * config.generation_batch_size * args.completion_tokens
     return {
-        "stage": "pair", "model": args.model_name, "backend": hardware.backend, "status": "ok",
-        "peak_vram_bytes": cuda_peak(), "estimate_bytes": plan.estimated_peak_bytes if plan else None, "budget_bytes": plan.budget_bytes if plan else None,
+        "stage": args.stage, "model": args.model_name, "backend": hardware.backend, "status": "ok", "max_seq_length": config.max_seq_length,
+        "probes": probes(trainer, hardware),
+        "peak_vram_bytes": peak, "estimate_bytes": plan.estimated_peak_bytes if plan else None, "budget_bytes": plan.budget_bytes if plan else None,
         "fits": plan.fits if plan else None, "estimate_note": plan_error,
         "chunk_size": trainer.args.per_device_train_batch_size, "steps_per_generation": trainer.args.steps_per_generation,
         "prompt_tokens": prompt_tokens, "steps": args.steps, "step_seconds": seconds / args.steps, "load_seconds": load_seconds,
@@ -196,7 +336,7 @@ def run_train(args: argparse.Namespace, label: str) -> dict[str, Any]:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--stage", choices=("pair", "train"), required=True)
+    parser.add_argument("--stage", choices=tuple(STAGES), required=True)
     parser.add_argument("--model-dir", type=Path, required=True)
     parser.add_argument("--model-name", required=True)
     parser.add_argument("--backend", required=True)
@@ -208,7 +348,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--completion-tokens", type=int, default=256)
     parser.add_argument("--lora-rank", type=int, default=64)
     parser.add_argument("--train-budget-gb", type=float, default=40.0)
-    return parser.parse_args(argv)
+    parser.add_argument("--max-seq-length", type=int, default=None, help="the model's max_seq_length (default: 1024 + completion tokens)")
+    args = parser.parse_args(argv)
+    if args.stage == "short" and args.max_seq_length is None:
+        args.max_seq_length = SHORT_MAX_SEQ_LENGTH
+    return args
+
+
+SHORT_MAX_SEQ_LENGTH = 384  # below Unsloth's 512, from which it offloads checkpointed layer inputs
+STAGES = {"pair": run_pair, "short": run_pair, "train": run_train, "errors": run_errors}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -216,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["GAPO_LITE_BACKEND"] = args.backend  # before gapo_lite: Unsloth first when it is the backend
     label = f"{args.model_name}/{args.backend}/{args.stage}"
     try:
-        row = run_pair(args, label) if args.stage == "pair" else run_train(args, label)
+        row = STAGES[args.stage](args, label)
     finally:
         shutil.rmtree(args.out_dir, ignore_errors=True)
     say(label, "RESULT " + json.dumps(row))

@@ -70,6 +70,11 @@ def render(run: dict[str, Any]) -> str:
         lines.append("| " + " | ".join(["-"] * (len(COLUMNS) - 1)) + " | no stage finished |")
     lines += ["", "Peak VRAM is `torch.cuda.max_memory_allocated`; the plan's estimate also counts 1 GiB of CUDA context. "
                   "Step time is the mean over the stage's steps; generated tokens/s is over generation time."]
+    probed = [row for row in run.get("rows", []) if row.get("probes")]
+    if probed:
+        lines += ["", "Probes (scripts/gpu_check_worker.py; what each must show: docs/gpu.md, \"What a GPU run must check\"):", ""]
+        lines += [f"- {row.get('model', '?')}/{row.get('backend', '?')}/{row.get('stage', '?')}: "
+                  + "; ".join(f"{name} {json.dumps(value)}" for name, value in row["probes"].items()) for row in probed]
     if not run.get("complete", True):
         lines += ["", f"The run was cut short while running: {run.get('running') or '?'}; the rows above are the stages that finished."]
     return "\n".join(lines)

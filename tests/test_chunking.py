@@ -22,8 +22,24 @@ class GradCapture(TrainerCallback):
         self.grads = {n: p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None}
 
 
-def one_step(small_vocab_model, tmp_path, chunk, monkeypatch=None, oom_if=None, table=None, loss_type="dapo", on_call=None):
-    """Gradient of one GAPO update at ``chunk`` completions per pass (after any back-off)."""
+class IgnoresGradOutput(torch.autograd.Function):
+    """Stands for Unsloth's GRPO loss (``UnslothEfficientGRPO``, unsloth_zoo/rl_replacements.py ~L1427-1431 in
+    2026.10.9): its backward hands back the loss's own gradient whatever gradient it is given (unless DeepSpeed
+    sets ``upstream_scale``), so a weight multiplied onto the loss never reaches the parameters."""
+
+    @staticmethod
+    def forward(ctx, loss):
+        return loss.clone()
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return torch.ones_like(grad_output)
+
+
+def one_step(small_vocab_model, tmp_path, chunk, monkeypatch=None, oom_if=None, table=None, loss_type="dapo", on_call=None,
+             unsloth_loss=False, error=None, **settings):
+    """Gradient of one GAPO update at ``chunk`` completions per pass (after any back-off); ``unsloth_loss``: the
+    loss's backward ignores its incoming gradient, as Unsloth's does."""
     import trl
 
     from gapo_lite.models import LoraSettings, load_model
@@ -38,7 +54,7 @@ def one_step(small_vocab_model, tmp_path, chunk, monkeypatch=None, oom_if=None, 
     config = TrainConfig(
         model=str(path), num_generations=G, prompts_per_step=PROMPTS, max_completion_length=3, max_steps=1,
         learning_rate=1e-4, max_grad_norm=0.0, chunk_size=chunk, output_dir=str(tmp_path / f"run{chunk}"), save_steps=100,
-        loss_type=loss_type, scale_rewards="none" if loss_type == "dr_grpo" else "group",
+        loss_type=loss_type, scale_rewards="none" if loss_type == "dr_grpo" else "group", **settings,
     )
     capture = GradCapture()
     if oom_if is not None:
@@ -50,10 +66,13 @@ def one_step(small_vocab_model, tmp_path, chunk, monkeypatch=None, oom_if=None, 
             if oom_if(self, inputs["completion_ids"].shape[0]):
                 held = FailedStepMemory()  # stands for the failed step's activations, alive while its frame is
                 FailedStepMemory.refs.append(weakref.ref(held))
-                raise torch.OutOfMemoryError("CUDA out of memory (injected)")
+                raise error or torch.OutOfMemoryError("CUDA out of memory (injected)")
             return original(self, model, inputs, *args, **kwargs)
 
         monkeypatch.setattr(trl.GRPOTrainer, "compute_loss", flaky)
+    if unsloth_loss:
+        inner = trl.GRPOTrainer.compute_loss
+        monkeypatch.setattr(trl.GRPOTrainer, "compute_loss", lambda self, *args, **kwargs: IgnoresGradOutput.apply(inner(self, *args, **kwargs)))
     trainer = build_trainer(config, model=model, tokenizer=tok, train_dataset=dataset, callbacks=[capture])
     trainer.gapo_plan_table = table
     trainer.train()
@@ -87,6 +106,19 @@ def test_chunked_gradient_equals_unchunked(small_vocab_model, tmp_path, referenc
     assert rel_error(grads, reference) <= 1e-5
 
 
+def test_gradient_checkpointing_keeps_the_gradient(small_vocab_model, tmp_path, reference, monkeypatch):
+    """The trainer with checkpointing on gives the same update, each group's prompt still computed once."""
+    from gapo_lite.training.shared_prompt import SharedPromptMixin
+
+    shared = SharedPromptMixin._shared_prompt_logits
+    groups = []  # rows per shared prompt forward
+    monkeypatch.setattr(SharedPromptMixin, "_shared_prompt_logits", staticmethod(lambda *a: groups.append(a[1].size(0)) or shared(*a)))
+    grads, trainer = one_step(small_vocab_model, tmp_path, 8, gradient_checkpointing=True)
+    assert trainer.args.gradient_checkpointing and trainer.model.is_gradient_checkpointing
+    assert sum(groups) == G * PROMPTS and len(groups) <= 2 * PROMPTS  # each pass of 8 shuffled rows: one forward per prompt in it
+    assert rel_error(grads, reference) <= 1e-5
+
+
 def test_oom_halves_chunk_and_keeps_the_gradient(small_vocab_model, tmp_path, reference, monkeypatch):
     # passes of more than 2 completions "run out of memory": 16 -> 8 -> 4 -> 2
     grads, trainer = one_step(small_vocab_model, tmp_path, 16, monkeypatch, oom_if=lambda self, rows: rows > 2)
@@ -108,6 +140,20 @@ def test_oom_in_a_later_micro_step_redoes_the_window(small_vocab_model, tmp_path
     grads, trainer = one_step(small_vocab_model, tmp_path, 4, monkeypatch, oom_if=oom_if)
     assert fired and [b["chunk_size"] for b in trainer.gapo_backoffs] == [2]
     assert rel_error(grads, reference) <= 1e-5
+
+
+def test_a_cublas_allocation_failure_backs_off_too(small_vocab_model, tmp_path, reference, monkeypatch):
+    """cuBLAS failing to allocate is a RuntimeError, not torch.OutOfMemoryError; it is memory all the same."""
+    cublas = RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`")
+    grads, trainer = one_step(small_vocab_model, tmp_path, 16, monkeypatch, oom_if=lambda self, rows: rows > 8, error=cublas)
+    assert [b["chunk_size"] for b in trainer.gapo_backoffs] == [8]
+    assert rel_error(grads, reference) <= 1e-5
+
+
+def test_other_runtime_errors_are_not_taken_for_memory(small_vocab_model, tmp_path, monkeypatch):
+    with pytest.raises(RuntimeError, match="CUBLAS_STATUS_INVALID_VALUE"):
+        one_step(small_vocab_model, tmp_path, 16, monkeypatch, oom_if=lambda self, rows: True,
+                 error=RuntimeError("CUDA error: CUBLAS_STATUS_INVALID_VALUE when calling `cublasSgemm`"))
 
 
 def test_oom_at_chunk_one_stops_with_the_plan_table(small_vocab_model, tmp_path, monkeypatch):
@@ -198,4 +244,14 @@ def test_backoff_is_exact_for_every_loss_type(small_vocab_model, tmp_path, monke
     assert sum(float(g.abs().sum()) for g in reference.values()) > 0
     grads, trainer = one_step(small_vocab_model, tmp_path / "oom", 16, monkeypatch, oom_if=lambda self, rows: rows > 4, loss_type=loss_type)
     assert trainer.loss_type == loss_type and [b["chunk_size"] for b in trainer.gapo_backoffs] == [8, 4]
+    assert rel_error(grads, reference) <= 1e-5
+
+
+@pytest.mark.parametrize("loss_type", LOSS_TYPES)
+def test_backoff_is_exact_when_the_loss_ignores_its_incoming_gradient(small_vocab_model, tmp_path, monkeypatch, loss_type):
+    """Unsloth's GRPO loss drops the gradient a weighted loss would hand it; the parts' weights reach the parameters anyway."""
+    reference, _ = one_step(small_vocab_model, tmp_path / "ref", 16, monkeypatch, loss_type=loss_type, unsloth_loss=True)
+    grads, trainer = one_step(small_vocab_model, tmp_path / "oom", 16, monkeypatch, oom_if=lambda self, rows: rows > 4,
+                              loss_type=loss_type, unsloth_loss=True)
+    assert [b["chunk_size"] for b in trainer.gapo_backoffs] == [8, 4]
     assert rel_error(grads, reference) <= 1e-5

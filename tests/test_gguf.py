@@ -111,8 +111,9 @@ def test_a_gguf_file_loads_as_the_same_model_with_the_files_special_tokens(tiny_
     ids = torch.tensor([[1, 40, 60, 80, 100, 120, 2]])
     with torch.no_grad():
         assert torch.allclose(model(input_ids=ids).logits, original(input_ids=ids).logits, atol=1e-5)
-    # transformers' GGUF tokenizer takes eos from the bos id; the kit restores the file's own ids.
-    assert (tok.bos_token, tok.eos_token, tok.pad_token) == ("<|im_start|>", "<|im_end|>", "<|im_end|>")
+    # transformers' GGUF tokenizer takes eos from the bos id; the kit restores the file's own ids, and pads with a
+    # token other than eos (the file says pad = eos; see gapo_lite.sampling.ensure_pad_token).
+    assert (tok.bos_token, tok.eos_token, tok.pad_token) == ("<|im_start|>", "<|im_end|>", "<|endoftext|>")
     assert tok.decode(tok("a cab", add_special_tokens=False)["input_ids"]) == "a cab"
 
     folder = path.with_name("tiny-llama.F32.hf")
@@ -144,7 +145,7 @@ def test_lora_finds_the_llama_projections_and_sampling_pads_without_a_pad_token(
     tok.pad_token = None  # a tokenizer as transformers hands it over
     out = sample_completions(model, tok, [[{"role": "user", "content": "a b"}], "a"], n=3, max_new_tokens=3, batch_size=4, progress=False)
     assert [len(x) for x in out] == [3, 3]
-    assert tok.pad_token == tok.eos_token == "<|im_end|>"
+    assert tok.pad_token == "<|endoftext|>" and tok.eos_token == "<|im_end|>"
 
 
 def test_two_loaders_started_together_convert_once(tiny_gguf, tmp_path, monkeypatch):

@@ -38,7 +38,10 @@ def test_arguments(script):
     stages = script.plan_stages(args)
     assert stages[:2] == [("7b", "unsloth", "pair"), ("7b", "unsloth", "train")]
     assert stages[2:4] == [("llama8b", "unsloth", "pair"), ("7b", "transformers", "pair")]  # after the 7B Unsloth stages, one Unsloth stage
-    assert stages[4:] == [("32b", "unsloth", "pair"), ("32b", "transformers", "pair")]  # 32B last: first to be skipped
+    assert stages[4] == ("7b", "unsloth", "short")  # max_seq_length 384: below Unsloth's offloading threshold
+    assert stages[5:] == [("32b", "unsloth", "pair"), ("32b", "transformers", "pair")]  # 32B last: first to be skipped
+    assert ("7b", "unsloth", "short") not in script.plan_stages(script.parse_args(["--no-short-stage"]))
+    assert args.errors_stage and not script.parse_args(["--no-errors-stage"]).errors_stage
     assert script.parse_args(["--skip-32b"]).model_list == ["7b", "llama8b"]
     assert script.parse_args(["--models", "32b", "--backends", "transformers"]).backend_list == ["transformers"]
     dry = script.parse_args(["--dry-run"])
@@ -107,6 +110,25 @@ def test_llama_stage_is_skipped_when_time_is_short(script, tmp_path, capsys, mon
     assert record["complete"] and record["running"] is None and [r["model"] for r in record["rows"]] == ["tiny-dry-run", "Llama-3.1-8B"]
     assert record["rows"][1]["status"].startswith("skipped: time budget") and "versions" in record and record["versions"]["torch"]
     assert not list((tmp_path / "r").glob(".*tmp"))  # written through a renamed temporary file
+
+
+def test_on_a_gpu_the_errors_stage_runs_first_and_the_short_stage_after_the_7b_ones(script, tmp_path, monkeypatch):
+    """The stages' order on a (faked) GPU: errors (no model), the 7B pair, then the 7B at max_seq_length 384."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Fake GPU")
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (70 * script.GIB, 80 * script.GIB))
+    monkeypatch.setattr(script, "build_checkpoint", lambda spec, out_dir, tok=None, llama=None: out_dir)
+    ran = []
+
+    def fake_stage(stage, model_dir, model_name, backend, args, timeout):
+        ran.append((stage, model_name, backend))
+        return {"stage": stage, "model": model_name, "backend": backend, "status": "ok"}
+
+    monkeypatch.setattr(script, "run_stage", fake_stage)
+    assert script.main(["--models", "7b", "--backends", "unsloth", "--no-train-stage", "--work-dir", str(tmp_path)]) == 0
+    assert ran == [("errors", "-", "-"), ("pair", "Qwen2.5-7B", "unsloth"), ("short", "Qwen2.5-7B", "unsloth")]
 
 
 def test_json_out_is_written_after_each_stage(script, tmp_path, monkeypatch):
@@ -268,4 +290,9 @@ def test_dry_run_end_to_end(script, tmp_path, capsys):
     assert row["generated_tokens"] == 2 * 4 * 8  # 2 steps x G=4 x 8 tokens: completions forced to full length
     assert row["chunk_size"] * row["steps_per_generation"] == 4
     assert row["prompt_tokens"] > 10 and row["estimate_bytes"] > 0
+    probes = row["probes"]  # what the GPU run must show too (docs/gpu.md), here in fp32 on the CPU
+    assert probes["gradient_checkpointing"]["plan"] == probes["gradient_checkpointing"]["model"]
+    assert probes["adapter_dtypes"] == ["torch.float32"] and probes["pad_token"]["distinct"]
+    assert probes["split_gradient_error_grpo"] < 1e-5
+    assert probes["shared_prompt_vs_trl"]["logps"] < 1e-5 and probes["shared_prompt_vs_trl"]["grads"] < 1e-4
     assert not (tmp_path / "tiny-dry-run").exists() and not (tmp_path / "tiny-llama-dry-run").exists()  # checkpoints removed without --keep

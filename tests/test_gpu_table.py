@@ -71,6 +71,16 @@ def test_table_from_the_sample(gt):
     assert "xformers missing" in markdown and "cut short while running: Qwen2.5-32B/transformers/pair" in markdown
 
 
+def test_probes_are_listed_under_the_table(gt):
+    probes = {"adapter_dtypes": ["torch.float32"], "split_gradient_error_grpo": 1e-07}
+    run = {**SAMPLE, "rows": [{**SAMPLE["rows"][0], "probes": probes}, SAMPLE["rows"][1]]}
+    markdown = gt.render(run)
+    assert_table_matches(gt, markdown, run)
+    lines = [line for line in markdown.splitlines() if line.startswith("- ")]
+    assert lines == ['- Qwen2.5-7B/unsloth/pair: adapter_dtypes ["torch.float32"]; split_gradient_error_grpo 1e-07']
+    assert "Probes" not in gt.render(SAMPLE)
+
+
 def test_write_replaces_only_the_marked_section(gt, tmp_path, capsys):
     doc, recorded, source = tmp_path / "gpu.md", tmp_path / "results" / "gpu_check.json", tmp_path / "gpu_check.json"
     source.write_text(json.dumps(SAMPLE))

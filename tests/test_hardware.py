@@ -70,6 +70,17 @@ def test_auto_backend_on_a_gpu_with_unsloth_is_unsloth(fake_gpu):
     assert no_unsloth.backend == "transformers" and "not installed" in no_unsloth.backend_reason and no_unsloth.precision == "fp16"
 
 
+def test_fp32_is_refused_on_unsloth_on_a_gpu_and_kept_on_transformers(fake_gpu):
+    """With bf16 = fp16 = False Unsloth's trainer switches autocast on itself, so fp32 would not be what runs."""
+    fake_gpu(9, 0)
+    for backend in ("unsloth", "auto"):
+        with pytest.raises(ValueError, match="precision 'fp32' cannot hold on the Unsloth backend.*backend='transformers'"):
+            resolve_hardware(cfg(backend=backend, precision="fp32"), has_unsloth=True)
+    hw = resolve_hardware(cfg(backend="transformers", precision="fp32", load_in_4bit=False), has_unsloth=True)
+    assert (hw.precision, hw.torch_dtype, hw.quantization) == ("fp32", torch.float32, "32bit")
+    assert grpo_kwargs(cfg(backend="transformers", precision="fp32"), hw, 8)["bf16"] is False
+
+
 def test_load_dtype_on_a_t4_is_fp16(fake_gpu):
     """load_model loads in the run plan's dtype; a T4 emulates bf16, so the plan says fp16 there."""
     fake_gpu(7, 5)
@@ -123,6 +134,29 @@ def test_cpu_plan():
     assert resolve_hardware(cfg(optim="sgd", gradient_checkpointing=True)).optim == "sgd"
 
 
+def test_plan_line_says_where_prompts_are_shared(fake_gpu):
+    """The transformers backend computes each group's prompt once, with checkpointing on or off; Unsloth does not."""
+    for checkpointing in (False, True):
+        hw = resolve_hardware(cfg(gradient_checkpointing=checkpointing))
+        assert hw.share_prompts and "each prompt computed once per group" in hw.describe()
+    fake_gpu(8, 0)
+    hw = resolve_hardware(cfg(), has_unsloth=True)
+    assert hw.backend == "unsloth" and not hw.share_prompts and "once per group" not in hw.describe()
+
+
+def test_several_gpus_in_one_process_are_refused_before_loading(fake_gpu, monkeypatch):
+    """Without torchrun / accelerate, transformers' Trainer would wrap the model in DataParallel over every visible GPU."""
+    from gapo_lite.training import build_trainer
+
+    fake_gpu(9, 0)
+    hw = resolve_hardware(cfg(backend="transformers"))
+    hw.check_one_gpu_per_process(gpus=1)
+    dataclasses.replace(hw, world_size=2).check_one_gpu_per_process(gpus=2)  # one process per GPU
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    with pytest.raises(ValueError, match="2 GPUs are visible to one training process.*DataParallel.*CUDA_VISIBLE_DEVICES=0"):
+        build_trainer(cfg(backend="transformers", model="/nonexistent/model"), hardware=hw)  # before anything loads
+
+
 def test_world_size_is_read_once_and_checked(monkeypatch):
     monkeypatch.setenv("WORLD_SIZE", "2")
     hw = resolve_hardware(cfg())
@@ -158,6 +192,15 @@ def test_planner_is_asked_about_what_runs(fake_gpu):
     fp32_states = plan_for_config(dataclasses.replace(config, optim="adamw_torch"), prompt_tokens=90,
                                   hardware=dataclasses.replace(hw, optim="adamw_torch"))
     assert fp32_states.terms["lora_params_and_optimizer"] == plan.terms["lora_params_and_optimizer"] * 16 // 10
+    unsloth = dataclasses.replace(hw, backend="unsloth", precision="unsloth")
+    offloaded, plain = (plan_for_config(dataclasses.replace(config, backend="unsloth", max_seq_length=n), prompt_tokens=90, hardware=unsloth)
+                        for n in (1024, 384))  # Unsloth offloads checkpointed layer inputs only from max_seq_length 512
+    assert (offloaded.settings["max_seq_length"], plain.settings["max_seq_length"]) == (1024, 384)
+    from gapo_lite.memory import ModelSpec, PlanSettings, estimate_terms
+
+    spec, chunk = ModelSpec.builtin("qwen2.5-7b"), offloaded.chunk_size
+    assert (estimate_terms(spec, PlanSettings(**plain.settings), chunk)["activations"]
+            > estimate_terms(spec, PlanSettings(**offloaded.settings), chunk)["activations"])
 
 
 def test_objective_fields_are_all_set_explicitly():

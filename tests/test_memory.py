@@ -60,6 +60,9 @@ def test_terms_by_hand_other_settings():
     assert no_ckpt["activations"] == 55168  # 3 layers * 16 * 266 * 4 = 51072, backward 16*48*4 = 3072, final 1024
     unsloth32 = estimate_terms(TOY, toy_settings(backend="unsloth"), chunk_size=2)
     assert unsloth32["activations"] == 22144  # 20096 + only 2 layer inputs on the GPU (1024) + final 1024
+    # below max_seq_length 512 Unsloth checkpoints without offloading: all 3 layer inputs stay (1536), as on transformers
+    assert estimate_terms(TOY, toy_settings(backend="unsloth", max_seq_length=511), chunk_size=2)["activations"] == 22656
+    assert estimate_terms(TOY, toy_settings(backend="unsloth", max_seq_length=512), chunk_size=2)["activations"] == 22144
     q4u = estimate_terms(TOY, toy_settings(quantization="4bit", backend="unsloth"), chunk_size=2)
     # NF4: 1728 * 0.5 = 864 + absmax 1728/64 = 27 + 1728*4/16384 = 0.42 -> ceil 892; 904 other params in 16-bit: 1808
     assert q4u["weights"] == 2700

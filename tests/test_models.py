@@ -69,6 +69,22 @@ def test_bad_lora_settings():
         LoraSettings(dropout=1.5)
 
 
+@pytest.mark.parametrize("checkpointing", [False, True])
+def test_4bit_transformers_path_follows_the_plans_checkpointing(tiny_model_path, monkeypatch, checkpointing):
+    """peft's prepare_model_for_kbit_training turns gradient checkpointing on unless told not to; the plan decides.
+    Real bitsandbytes NF4 on the CPU; the one GPU fact faked is the device the plan puts the model on."""
+    pytest.importorskip("bitsandbytes")
+    from gapo_lite.runplan import RunPlan
+
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: "cpu")
+    plan = RunPlan(cuda=True, world_size=1, backend="transformers", backend_reason="test", precision="bf16", optim="adamw_torch",
+                   gradient_checkpointing=checkpointing, load_in_4bit=True)
+    model, _ = load_model(tiny_model_path, plan=plan, lora=LoraSettings(r=4, alpha=8, dropout=0.0))
+    assert getattr(model, "is_loaded_in_4bit", False)
+    assert model.is_gradient_checkpointing is checkpointing
+    assert ("gradient checkpointing on" in plan.describe()) is checkpointing
+
+
 def test_unsloth_backend_cpu_fallback_imports_first_and_trains(tiny_model_path, tmp_path):
     """Unsloth 2026.10.9's CPU fallback, for real (load, backward, 2 GAPO steps), in a fresh process so the import order is honest."""
     script = textwrap.dedent(

@@ -74,15 +74,20 @@ def test_bad_arguments(loaded):
         sample_completions(model, tok, PROMPTS, temperature=-0.1)
 
 
-def test_ensure_pad_token_uses_eos_and_names_a_tokenizer_with_neither():
+def test_ensure_pad_token_prefers_a_token_other_than_eos_and_names_a_tokenizer_with_neither():
     from types import SimpleNamespace
 
     from gapo_lite.sampling import ensure_pad_token
 
-    tok = SimpleNamespace(pad_token=None, eos_token="<|im_end|>")
-    assert ensure_pad_token(tok).pad_token == "<|im_end|>"
-    kept = SimpleNamespace(pad_token="<pad>", eos_token="<|im_end|>")
-    assert ensure_pad_token(kept).pad_token == "<pad>"
+    def tokenizer(pad, added=(), unk=None):
+        vocab = {token: i for i, token in enumerate(["<|im_end|>", *added])}
+        return SimpleNamespace(pad_token=pad, pad_token_id=vocab.get(pad), eos_token="<|im_end|>", eos_token_id=0, unk_token=unk,
+                               get_added_vocab=lambda: vocab)
+
+    assert ensure_pad_token(tokenizer(None)).pad_token == "<|im_end|>"  # nothing else to pad with
+    assert ensure_pad_token(tokenizer(None, ["<|endoftext|>", "<pad>"])).pad_token == "<pad>"
+    assert ensure_pad_token(tokenizer("<|im_end|>", ["<|endoftext|>"])).pad_token == "<|endoftext|>"  # pad = eos replaced
+    assert ensure_pad_token(tokenizer("<|endoftext|>", ["<|endoftext|>", "<pad>"])).pad_token == "<|endoftext|>"  # kept
     with pytest.raises(ValueError, match="neither a pad token nor an eos token"):
         ensure_pad_token(SimpleNamespace(pad_token=None, eos_token=None))
 

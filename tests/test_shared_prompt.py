@@ -1,6 +1,7 @@
 """The shared-prompt loss forward gives TRL's log-probabilities, entropies and gradients (tiny model, LoRA)."""
 from __future__ import annotations
 
+import functools
 import inspect
 
 import pytest
@@ -42,9 +43,23 @@ def trainers():
     return Plain(), Shared()
 
 
-@pytest.mark.parametrize("completion", [1, 5])
-def test_same_logps_entropies_and_gradients_as_trls_forward(lora_model, completion):
-    model = lora_model
+@pytest.fixture
+def checkpointing(lora_model):
+    """Gradient checkpointing on the shared model, in training mode, as TRL's trainer turns it on (non-reentrant,
+    transformers 5's default) or reentrant; off again afterwards."""
+
+    def enable(reentrant: bool = False) -> None:
+        lora_model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": reentrant})
+        lora_model.train()
+
+    yield enable
+    lora_model.gradient_checkpointing_disable()
+    lora_model.eval()
+
+
+def shared_and_plain(model, completion: int):
+    """TRL's forward and the shared prompt's on two interleaved, left-padded prompts: (logps, entropies, grads) each,
+    and the completion mask."""
     vocab = model.config.vocab_size
     g = torch.Generator().manual_seed(1)
     prompts = [torch.randint(3, vocab, (1, 7), generator=g), torch.randint(3, vocab, (1, 7), generator=g)]
@@ -65,13 +80,64 @@ def test_same_logps_entropies_and_gradients_as_trls_forward(lora_model, completi
         ((logps * completion_mask).sum() + 0.1 * (entropies * completion_mask).sum()).backward()
         grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.requires_grad}
         results.append((logps.detach(), entropies.detach(), grads))
+    return results, completion_mask
+
+
+def assert_same(results, completion_mask):
     (lp_a, ent_a, grad_a), (lp_b, ent_b, grad_b) = results
-    assert lp_a.shape == lp_b.shape == (len(rows), completion)
+    assert lp_a.shape == lp_b.shape == completion_mask.shape
     on = completion_mask.bool()
     assert torch.allclose(lp_a[on], lp_b[on], atol=1e-5) and torch.allclose(ent_a[on], ent_b[on], atol=1e-5)
     for name in grad_a:
         assert torch.allclose(grad_a[name], grad_b[name], atol=1e-5, rtol=1e-4), name
     assert any(g.abs().sum() > 0 for g in grad_b.values())
+
+
+@pytest.mark.parametrize("completion", [1, 5])
+def test_same_logps_entropies_and_gradients_as_trls_forward(lora_model, completion):
+    assert_same(*shared_and_plain(lora_model, completion))
+
+
+@pytest.mark.parametrize("completion", [1, 5])
+def test_same_under_gradient_checkpointing(lora_model, checkpointing, completion):
+    """Checkpointed layers rerun their forward in the backward; the prompt's cache is still read exactly once per run."""
+    from transformers.modeling_layers import GradientCheckpointingLayer
+
+    checkpointing()
+    layers = [m for m in lora_model.modules() if isinstance(m, GradientCheckpointingLayer)]
+    calls = []
+    for layer in layers:
+        layer._gradient_checkpointing_func = counted(layer._gradient_checkpointing_func, calls)
+    results, mask = shared_and_plain(lora_model, completion)
+    assert_same(results, mask)
+    forwards = 1 if completion == 1 else 2  # the prompt, then its completions' tokens
+    assert len(calls) == len(layers) * (1 + 2 * forwards)  # TRL's one forward, then each of the two prompts' (checkpointed too)
+
+
+def counted(function: functools.partial, calls: list) -> functools.partial:
+    """transformers' checkpoint function (a partial of torch's, carrying use_reentrant), counting its calls."""
+
+    def checkpoint(*args, **kwargs):
+        calls.append(1)
+        return function.func(*args, **kwargs)
+
+    return functools.partial(checkpoint, *function.args, **function.keywords)
+
+
+def test_reentrant_checkpointing_takes_trls_path(lora_model, checkpointing, monkeypatch):
+    """Reentrant checkpointing runs the forward without grad: a cache written there would carry no gradient, so TRL's path runs."""
+    from gapo_lite.training.shared_prompt import shared_cache_is_exact
+
+    assert shared_cache_is_exact(lora_model)
+    checkpointing(reentrant=True)
+    assert not shared_cache_is_exact(lora_model)
+    called = []
+    monkeypatch.setattr(SharedPromptMixin, "_shared_prompt_logits", lambda *a: called.append(1))
+    _, shared = trainers()
+    shared.model_kwarg_keys = ("logits_to_keep",)
+    ids = torch.tensor([[5, 6, 7, 8], [5, 6, 7, 9]])
+    shared._full_logits_logps(lora_model, ids, torch.ones_like(ids), 2)
+    assert not called
 
 
 def test_rows_that_share_nothing_take_trls_path(lora_model, monkeypatch):

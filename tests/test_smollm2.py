@@ -70,6 +70,24 @@ def test_samples_and_parses_list_answers(smollm2):
     assert any(c is not None for c in choices), f"no sample named one item: {out}"
 
 
+def test_the_distinct_pad_changes_no_sample(smollm2, monkeypatch):
+    """The converted tokenizer pads with eos (<|im_end|>, as the GGUF file says); the kit now pads with <|endoftext|>.
+    The lab's samples (held-out lists, 32 answers at T = 0.7, 8 new tokens) are the same either way."""
+    from gapo_lite import sampling
+    from gapo_lite.data import build_list_dataset
+
+    model, tok = smollm2
+    prompts = [row["prompt"] for row in build_list_dataset(4, split="heldout", max_items=8, seed=1)]
+    runs = {}
+    for pad in ("<|im_end|>", "<|endoftext|>"):
+        monkeypatch.setattr(sampling, "ensure_pad_token", lambda tokenizer: tokenizer)  # keep the pad set here
+        tok.pad_token = pad
+        runs[pad] = sampling.sample_completions(model, tok, prompts, n=32, temperature=0.7, max_new_tokens=8, seed=0, progress=False)
+    monkeypatch.undo()
+    assert sampling.ensure_pad_token(tok).pad_token == "<|endoftext|>"
+    assert runs["<|im_end|>"] == runs["<|endoftext|>"]
+
+
 def test_one_grpo_step_with_lora_through_the_recipe(smollm2_path, tmp_path):
     import json
 

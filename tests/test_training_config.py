@@ -147,7 +147,9 @@ def test_planner_defaults_are_train_configs():
 
     c, s = TrainConfig(), PlanSettings()
     hw = resolve_hardware(c, cuda=True, has_unsloth=True, processes=1)
-    assert (s.lora_rank, s.num_generations, s.prompts_per_step, s.completion_tokens, s.gpu_memory_utilization, s.fast_inference) == (
-        c.lora_r, c.num_generations, c.prompts_per_step, c.max_completion_length, c.gpu_memory_utilization, c.fast_inference)
+    assert (s.lora_rank, s.num_generations, s.prompts_per_step, s.completion_tokens, s.gpu_memory_utilization, s.fast_inference,
+            s.max_seq_length) == (
+        c.lora_r, c.num_generations, c.prompts_per_step, c.max_completion_length, c.gpu_memory_utilization, c.fast_inference,
+        c.max_seq_length)
     assert (s.quantization, s.backend, s.optimizer, s.gradient_checkpointing, s.world_size) == (
         hw.quantization, hw.backend, hw.planner_optimizer, hw.gradient_checkpointing, hw.world_size)

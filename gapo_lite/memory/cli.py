@@ -35,6 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpu-memory-utilization", type=float, default=d.gpu_memory_utilization, help="vLLM's share of the GPU with --fast-inference")
     parser.add_argument("--gpu-total-gb", type=float, default=None, help="the GPU's total memory in GiB, for vLLM's share (default: the budget)")
     parser.add_argument("--no-gradient-checkpointing", dest="gradient_checkpointing", action="store_false")
+    parser.add_argument("--max-seq-length", type=int, default=d.max_seq_length,
+                        help="the model's max_seq_length (Unsloth offloads checkpointed layer inputs from 512)")
     parser.add_argument("--json", action="store_true", help="print the plan as JSON")
 
 
@@ -54,7 +56,7 @@ def plan_from_args(args: argparse.Namespace) -> MemoryPlan:
     config = dataclasses.replace(
         TrainConfig(), model=args.model, lora_r=args.lora_rank, num_generations=args.num_generations, prompts_per_step=args.prompts_per_step,
         max_completion_length=args.completion_tokens, memory_budget_gb=args.budget_gb, fast_inference=args.fast_inference,
-        gpu_memory_utilization=args.gpu_memory_utilization, load_in_4bit=args.quantization == "4bit",
+        gpu_memory_utilization=args.gpu_memory_utilization, load_in_4bit=args.quantization == "4bit", max_seq_length=args.max_seq_length,
     )
     hardware = resolve_run_plan(
         backend=args.backend, load_in_4bit=config.load_in_4bit, fast_inference=args.fast_inference,

@@ -22,17 +22,21 @@ Terms (bytes; ``a`` = bytes per activation element: 2 for 4bit/16bit (bf16 compu
     backend peft's ``prepare_model_for_kbit_training`` casts those unquantized parameters to fp32, so
     they count 4 bytes there. 16bit: 2 bytes/param; 32bit: 4 bytes/param.
 ``lora_params_and_optimizer``
-    LoRA on the seven projections, ``r * (in + out)`` per module per layer. The adapter is fp32 (Unsloth
-    and peft upcast it): param 4 + grad 4 + AdamW's two fp32 states 8 = 16 bytes/param; with
-    ``optimizer="adamw_8bit"`` (the default: what ``train()`` uses on CUDA) the states are 1 byte each:
-    10 bytes/param.
+    LoRA on the seven projections, ``r * (in + out)`` per module per layer. The adapter is kept in fp32
+    (``ADAPTER_BYTES``: Unsloth and peft upcast it, and ``build_trainer`` undoes the bf16 cast TRL's
+    GRPOTrainer gives a quantized model's adapter, see ``keep_fp32_adapters``): param 4 + grad 4 + AdamW's
+    two fp32 states 8 = 16 bytes/param; with ``optimizer="adamw_8bit"`` (the default: what ``train()`` uses
+    on CUDA) the states are 1 byte each: 10 bytes/param.
 ``activations`` (training, one micro-batch of ``c * S`` tokens)
     A LoRA'd decoder layer saves ``20h + 3kv + 5I + 7r`` elements per token for its backward (norm
     inputs, q/k/v/o and attention output, gate/up/act/product, the dropout copies of the LoRA inputs and
     their rank-r outputs) and its backward adds ``2h + 2I`` of gradient buffers. With gradient
     checkpointing every layer's input is kept (``L * c*S * h * a``) and one layer at a time is
     recomputed: ``c*S * (22h + 3kv + 7I + 7r) * a``. Unsloth's ``"unsloth"`` checkpointing offloads the
-    saved layer inputs to CPU RAM, so there only two layers' inputs are on the GPU. Without
+    saved layer inputs to CPU RAM, so there only two layers' inputs are on the GPU; but below a
+    ``max_seq_length`` of 512 Unsloth turns it into plain checkpointing, every layer's input kept
+    (``apply_unsloth_gradient_checkpointing``, ``unsloth/models/_utils.py`` ~L502-509 in 2026.10.9, called by
+    ``get_peft_model`` with the model's ``max_seq_length``, which ``load_model`` sets). Without
     checkpointing all ``L`` layers keep their saved elements. Plus the final norm and the last hidden
     states (``2 * c*S * h * a``). (``benchmarks/memory.py`` compares this and the logits term with the
     peak measured on CPU in fp32; no GPU measurement yet.)
@@ -96,8 +100,11 @@ NF4_BYTES_PER_PARAM = 0.5 + 1 / 64 + 4 / (64 * 256)
 CUDA_OVERHEAD_BYTES = GIB
 QUANTIZATIONS = ("4bit", "16bit", "32bit")
 BACKENDS = ("unsloth", "transformers")
-OPTIMIZERS = {"adamw": 16, "adamw_8bit": 10}  # bytes per LoRA parameter: fp32 param + fp32 grad + two states
+ADAPTER_BYTES = 4  # the LoRA adapter and its gradient are fp32 on both backends (gapo_lite.training.trainer.keep_fp32_adapters)
+OPTIMIZER_STATE_BYTES = {"adamw": 8, "adamw_8bit": 2}  # AdamW's two states per parameter: fp32, or 8-bit
+OPTIMIZERS = {name: 2 * ADAPTER_BYTES + state for name, state in OPTIMIZER_STATE_BYTES.items()}  # bytes per LoRA parameter
 UNSLOTH_KV_INCREMENT = 512  # unsloth/models/llama.py KV_CACHE_INCREMENT: decode buffer rows beyond the prompt
+UNSLOTH_OFFLOAD_MIN_SEQ = 512  # unsloth/models/_utils.py ~L502-509: below this max_seq_length "unsloth" checkpointing is plain
 UNSLOTH_GRPO_MINI_BATCH = 1  # slices per log-prob call: the whole planned micro-batch in one forward
 LORA_PROJECTIONS = 7
 UNSLOTH_FUSED_CHUNK_BYTES = 2 * GIB  # unsloth_zoo.fused_losses.chunked_logprob: _CHUNK_GB default
@@ -142,6 +149,7 @@ class PlanSettings:
     world_size: int = 1
     backend: str = "unsloth"
     gradient_checkpointing: bool = True
+    max_seq_length: int = 1024
     optimizer: str = "adamw_8bit"
     fast_inference: bool = False
     gpu_memory_utilization: float = 0.5
@@ -154,7 +162,7 @@ class PlanSettings:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {self.optimizer!r}")
-        for key in ("lora_rank", "prompts_per_step", "prompt_tokens", "completion_tokens", "world_size"):
+        for key in ("lora_rank", "prompts_per_step", "prompt_tokens", "completion_tokens", "world_size", "max_seq_length"):
             value = getattr(self, key)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{key} must be a positive integer, got {value!r}")
@@ -214,13 +222,19 @@ def layer_backward_elements(spec: ModelSpec) -> int:
     return 2 * spec.hidden_size + 2 * spec.intermediate_size
 
 
+def checkpointed_inputs_on_gpu(spec: ModelSpec, s: PlanSettings) -> int:
+    """Layers whose saved inputs stay on the GPU under gradient checkpointing: two with Unsloth's offloading, which
+    it uses from a ``max_seq_length`` of 512 (:data:`UNSLOTH_OFFLOAD_MIN_SEQ`), every layer otherwise."""
+    offloading = s.backend == "unsloth" and s.max_seq_length >= UNSLOTH_OFFLOAD_MIN_SEQ
+    return 2 if offloading else spec.num_layers
+
+
 def _activations(spec: ModelSpec, s: PlanSettings, chunk: int) -> int:
     a, tokens = s.activation_bytes, chunk * (s.prompt_tokens + s.completion_tokens)
     saved = tokens * layer_saved_elements(spec, s.lora_rank) * a
     backward = tokens * layer_backward_elements(spec) * a
     if s.gradient_checkpointing:
-        kept_layers = 2 if s.backend == "unsloth" else spec.num_layers
-        total = kept_layers * tokens * spec.hidden_size * a + saved + backward
+        total = checkpointed_inputs_on_gpu(spec, s) * tokens * spec.hidden_size * a + saved + backward
     else:
         total = spec.num_layers * saved + backward
     return total + 2 * tokens * spec.hidden_size * a

@@ -1,7 +1,10 @@
 """Out-of-memory back-off helpers: split a prepared micro-batch exactly, and the errors that end a run.
 
-Splitting a micro-batch into parts must leave the optimizer step's gradient unchanged. How each part's loss
-is weighted depends on how TRL 1.14's ``GRPOTrainer._compute_loss`` normalises that loss type:
+Splitting a micro-batch into parts must leave the optimizer step's gradient unchanged. How each part's gradient
+is weighted (:func:`part_weight`, applied to the parameters' gradients by
+:func:`gapo_lite.training.gapo_trainer.weighted_gradients`) depends on how the loss type is normalised, the same
+in TRL 1.14's ``GRPOTrainer._compute_loss`` and in Unsloth's ``grpo_compute_loss`` (unsloth_zoo 2026.10.9
+~L1223-1247, which runs each micro-batch as one chunk):
 
 * ``dapo``, ``cispo``, ``vespo``: divided by ``num_items_in_batch``, a token count over the whole generation
   batch that every slice keeps, so the parts already add up (weight 1);
@@ -21,6 +24,18 @@ GLOBAL_NORM = frozenset({"dapo", "cispo", "vespo"})
 ROW_MEAN = frozenset({"grpo", "sapo", "dr_grpo", "luspo"})
 # Losses averaged over the micro-batch's completion tokens: each part is re-weighted by its share of the tokens.
 TOKEN_MEAN = frozenset({"bnpo"})
+
+
+# CUDA running out of memory outside PyTorch's caching allocator raises a RuntimeError, not a torch.OutOfMemoryError:
+# cuBLAS or cuDNN failing to allocate a handle or workspace (cublasCreate's CUBLAS_STATUS_ALLOC_FAILED), or the
+# CUDA runtime's cudaErrorMemoryAllocation (torch.AcceleratorError, a RuntimeError). These are their messages;
+# scripts/gpu_check.py's errors stage records what a real GPU raises.
+OUT_OF_MEMORY_MESSAGES = ("CUBLAS_STATUS_ALLOC_FAILED", "CUDNN_STATUS_ALLOC_FAILED", "CUDA error: out of memory")
+
+
+def is_out_of_memory(err: BaseException) -> bool:
+    """A CUDA out-of-memory error, from the caching allocator or from a CUDA library (see ``OUT_OF_MEMORY_MESSAGES``)."""
+    return isinstance(err, torch.OutOfMemoryError) or (isinstance(err, RuntimeError) and any(m in str(err) for m in OUT_OF_MEMORY_MESSAGES))
 
 
 class OutOfMemoryAtChunkOne(RuntimeError):

@@ -10,8 +10,10 @@ chunk does not shrink generation.
 """
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
+from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
@@ -22,6 +24,7 @@ from gapo_lite.training.backoff import (
     OutOfMemoryAtChunkOne,
     PreparedPart,
     generation_oom_message,
+    is_out_of_memory,
     part_weight,
     rows,
     slice_rows,
@@ -37,6 +40,24 @@ def free_memory() -> None:
     gc.collect()
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
+
+
+@contextlib.contextmanager
+def weighted_gradients(model: torch.nn.Module, weight: float) -> Iterator[None]:
+    """Every gradient reaching a trainable parameter of ``model`` in the block is multiplied by ``weight`` on its
+    way into ``.grad`` (a tensor hook on a leaf runs before accumulation). Weighting the loss would not do on
+    Unsloth: its GRPO loss's backward returns the gradient it computed in the forward and ignores the one it
+    is given, unless DeepSpeed sets ``upstream_scale`` (unsloth_zoo/rl_replacements.py ~L1427-1431, ~L3752-3761
+    in 2026.10.9), so a weighted loss changes the logged value and nothing else."""
+    if weight == 1.0:
+        yield
+        return
+    handles = [p.register_hook(lambda grad: grad * weight) for p in model.parameters() if p.requires_grad]
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
 
 
 class BackoffMixin:
@@ -59,7 +80,9 @@ class BackoffMixin:
     def _generate_and_score_completions(self, inputs):
         try:
             return super()._generate_and_score_completions(inputs)
-        except torch.OutOfMemoryError as err:
+        except RuntimeError as err:
+            if not is_out_of_memory(err):
+                raise
             message = generation_oom_message(
                 int(self.state.global_step), self.gapo_prompts_per_step, self.args.num_generations, self.args.max_completion_length
             )
@@ -84,7 +107,11 @@ class BackoffMixin:
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         loss = super().compute_loss(model, inputs, return_outputs=return_outputs, num_items_in_batch=num_items_in_batch)
         self._gapo_init()
-        return loss * self._gapo_weight if self._gapo_weight != 1.0 else loss
+        if self._gapo_weight == 1.0:
+            return loss
+        # A part's weight reaches the gradients through the parameters' hooks (weighted_gradients): Unsloth's GRPO
+        # loss ignores the gradient it is handed. Here only the value is weighted, for the logged loss.
+        return loss + (self._gapo_weight - 1.0) * loss.detach()
 
     def training_step(self, model, inputs, num_items_in_batch=None):
         self._gapo_init()
@@ -96,7 +123,9 @@ class BackoffMixin:
                 if self._gapo_splits == 1:
                     return super().training_step(model, inputs, num_items_in_batch)
                 return self._split_step(model, self._current_micro_batch(inputs), num_items_in_batch)
-            except torch.OutOfMemoryError as err:
+            except RuntimeError as err:
+                if not is_out_of_memory(err):
+                    raise
                 self._decide_back_off(err)  # the decision only; raises when nothing smaller is left
             # Out of the except block: the traceback (and the failed step's frames and activations) is released.
             free_memory()
@@ -111,7 +140,8 @@ class BackoffMixin:
             for start, stop in zip(bounds, bounds[1:]):
                 part = slice_rows(prepared, start, stop)
                 self._gapo_weight = part_weight(self.loss_type, part, prepared)
-                loss = super().training_step(model, PreparedPart(part), num_items_in_batch)
+                with weighted_gradients(model, self._gapo_weight):
+                    loss = super().training_step(model, PreparedPart(part), num_items_in_batch)
                 self._step = step0
                 total = loss.detach() if total is None else total + loss.detach()
         finally:

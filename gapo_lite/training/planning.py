@@ -73,6 +73,7 @@ def plan_for_config(
         world_size=hardware.world_size,
         backend=hardware.backend,
         gradient_checkpointing=hardware.gradient_checkpointing,
+        max_seq_length=config.max_seq_length,
         optimizer=hardware.planner_optimizer,
         fast_inference=hardware.fast_inference,
         gpu_memory_utilization=config.gpu_memory_utilization,

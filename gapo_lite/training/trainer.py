@@ -110,6 +110,27 @@ def freeze_token_embeddings(model: Any) -> None:
     model.get_input_embeddings().weight.requires_grad_(False)
 
 
+def keep_fp32_adapters(model: Any) -> int:
+    """Put the trainable parameters back in fp32 where they are 16-bit; returns how many were cast.
+
+    TRL's ``GRPOTrainer.__init__`` casts every trainable parameter of a quantized model to bf16, following the
+    QLoRA paper (trl/trainer/grpo_trainer.py ~L520-523 in trl 1.14.2). At GAPO's learning rate, 1e-5, much of a
+    bf16 adapter cannot move: an entry changes only when the update is more than half its spacing, and in bf16
+    that spacing is 3e-5 or more for every entry of size 2^-8 or more. At Qwen2.5-7B's shapes an Adam step
+    changes 37% of the LoRA A entries in bf16, all of them in fp32 (``scripts/lora_bf16_updates.py``,
+    docs/gpu.md). So the adapter is the fp32 master copy, as peft keeps it on
+    an unquantized model; the forward still computes in the run's precision (autocast), and the optimizer,
+    made when training starts, keeps its states for fp32 parameters. Call it after the trainer is built."""
+    import torch
+
+    cast = 0
+    for param in model.parameters():
+        if param.requires_grad and param.dtype in (torch.bfloat16, torch.float16):
+            param.data = param.data.float()
+            cast += 1
+    return cast
+
+
 def load_for_config(config: TrainConfig, hardware: RunPlan) -> tuple[Any, Any]:
     """The model and tokenizer ``config`` names, loaded as ``hardware`` decided."""
     from gapo_lite.models import load_model
@@ -131,6 +152,7 @@ def build_trainer(
     """A ready ``GAPOTrainer`` for ``config`` (model and data built unless given) on ``hardware`` (resolved here unless given)."""
     hardware = hardware or resolve_hardware(config)
     print(f"gapo-lite: {hardware.describe()}")
+    hardware.check_one_gpu_per_process()
     hardware.import_backend()  # Unsloth before trl/transformers/peft, when it is the backend
     from gapo_lite.training.callbacks import JsonlMetricsCallback
     from gapo_lite.training.checkpoints import CompleteCheckpointCallback
@@ -171,11 +193,13 @@ def build_trainer(
     )
     if config.clean_answers:
         hook.end_token_ids = frozenset(end_token_ids(trainer))  # a completion cut off at max_completion_length scores invalid
+    if config.use_lora and hardware.backend == "transformers":  # Unsloth's trainer leaves its adapters as it made them
+        keep_fp32_adapters(trainer.model)
     trainer.gapo_plan_table = chunking.table
     trainer.gapo_plan = chunking.plan
     trainer.gapo_prompts_per_step = config.prompts_per_step
     trainer.gapo_hardware = hardware
-    trainer.gapo_share_prompts = hardware.backend == "transformers"  # Unsloth computes its log-probs its own way
+    trainer.gapo_share_prompts = hardware.share_prompts
     if trainer.gapo_share_prompts:
         from gapo_lite.training.shared_prompt import share_prompts_in_generation
 
