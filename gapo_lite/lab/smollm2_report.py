@@ -178,8 +178,8 @@ LONGER_ROWS = (("heldout_valid_rate", "held-out valid rate"), ("heldout_jsd", "h
 Point = tuple[int, str | None, dict[str, Any]]  # GAPO steps, the stage's own learning-rate schedule (None: the recipe's), measured
 
 
-def longer_runs(all_results: list[dict[str, Any]]) -> dict[int, list[Point]]:
-    """seed -> its points, the start first (0 steps), from folders of one run continued in stages."""
+def longer_runs(all_results: list[dict[str, Any]], run: str = "gapo") -> dict[int, list[Point]]:
+    """seed -> its points, the start first (0 steps), from folders of one run (``run``) continued in stages."""
     by_seed: dict[int, list[dict[str, Any]]] = {}
     for r in all_results:
         by_seed.setdefault(r["settings"]["seed"], []).append(r)
@@ -188,7 +188,7 @@ def longer_runs(all_results: list[dict[str, Any]]) -> dict[int, list[Point]]:
         runs.sort(key=lambda r: (r["settings"]["rl_steps"], r["settings"].get("rl_schedule") or ""))
         if any(r["before"]["heldout_jsd"] != runs[0]["before"]["heldout_jsd"] for r in runs):
             raise ValueError(f"seed {seed}: the folders do not share one start (their measured starts differ)")
-        out[seed] = [(0, None, runs[0]["before"])] + [(r["settings"]["rl_steps"], r["settings"].get("rl_schedule"), r["gapo"]) for r in runs if "gapo" in r]
+        out[seed] = [(0, None, runs[0]["before"])] + [(r["settings"]["rl_steps"], r["settings"].get("rl_schedule"), r[run]) for r in runs if run in r]
     return out
 
 
@@ -205,7 +205,17 @@ def format_longer_table(points: list[Point]) -> str:
     for v in validators if scored else ():
         rows.append((f"open: Unique@N valid, {VALIDATOR_LABELS[v]}", [x[v]["mean_unique_valid"] for x in scored]))
         rows.append((f"open: valid rate, {VALIDATOR_LABELS[v]}", [x[v]["mean_valid_rate"] for x in scored]))
+    from gapo_lite.lab.smollm2 import _value
+
+    for key, label in FORM_ROWS:  # measured since the clean-answer rule
+        values = [_value(m, key) for _, _, m in points]
+        if all(v is not None for v in values):
+            rows.append((label, values))
     return table(rows, [column(n, schedule) for n, schedule, _ in points], width=12, label_width=40)
+
+
+FORM_ROWS = (("heldout_end_rate", "held-out: replies that end their turn"), ("open.mean_end_rate", "open: replies that end their turn"),
+             ("open.mean_words", "open: mean reply length (words)"), ("guard.accuracy", "guard accuracy"))
 
 
 def step_shape(settings: dict[str, Any]) -> str:
@@ -364,9 +374,9 @@ def report_precision(all_results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [slim(r) for r in all_results]
 
 
-def report_longer(all_results: list[dict[str, Any]], plots: Path | None, name: str) -> list[dict[str, Any]]:
+def report_longer(all_results: list[dict[str, Any]], plots: Path | None, name: str, run: str = "gapo") -> list[dict[str, Any]]:
     """``--longer``: one table per seed over the stages, the plot; returns the record."""
-    runs = longer_runs(all_results)
+    runs = longer_runs(all_results, run)
     for seed, points in runs.items():
         print(f"== seed {seed}: GAPO continued (held-out lists, open suite)\n{format_longer_table(points)}")
         print(format_noise([(column(n, schedule), m) for n, schedule, m in points], seed) + "\n")
@@ -401,6 +411,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--name", default="smollm2", help="the plots' file-name prefix (default smollm2)")
     parser.add_argument("--record", type=Path, help="write the slimmed results here (a JSON list)")
     parser.add_argument("--longer", action="store_true", help="the folders continue one another's GAPO runs (scripts/smollm2_longer.sh)")
+    parser.add_argument("--run", default="gapo", choices=("gapo", "gapo_lists", "grpo_baseline"), help="with --longer: which run was continued (default gapo)")
     parser.add_argument("--precision", action="store_true", help="the folders are one start's fp32 / bf16 runs with several RL seeds (scripts/smollm2_precision.sh)")
     args = parser.parse_args(argv)
     if args.longer and args.precision:
@@ -410,7 +421,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.precision:
             record = report_precision(all_results)
         elif args.longer:
-            record = report_longer(all_results, args.plots, args.name)
+            record = report_longer(all_results, args.plots, args.name, args.run)
         else:
             record = report_seeds(args.results, all_results, args.plots, args.name)
     except (FileNotFoundError, ValueError) as err:
