@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import json
 import logging
 import os
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 logger = logging.getLogger("gapo_lite")
 
@@ -45,26 +47,87 @@ def cpu_bf16_native() -> bool:
 
 PRECISION_ENV = "GAPO_LITE_CPU_PRECISION"
 REQUESTED_PRECISIONS = ("auto", "bf16", "fp32")  # what a user may ask for, on a GPU or a CPU
+# "auto" takes bf16 autocast where the probe step runs in under this share of its fp32 time. The probe is a LoRA
+# layer's forward and backward; a real GAPO step also samples and scores, at about the same speed in either, so it
+# gains less (Zen 4: probe 0.5-0.7, SmolLM2 step 0.91 in benchmarks/smollm2_step.py).
+BF16_PROBE_RATIO = 0.8
+
+
+def cache_dir() -> Path:
+    """The kit's cache folder: ``$GAPO_LITE_CACHE``, else ``$XDG_CACHE_HOME/gapo-lite`` (default ``~/.cache/gapo-lite``)."""
+    return Path(os.environ.get("GAPO_LITE_CACHE") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gapo-lite")
+
+
+def cpu_identity() -> str:
+    """This CPU, its torch and its thread count, as the key of a cached measurement: ``/proc/cpuinfo``'s model name,
+    family and model where it exists (a model name alone, "AMD EPYC", does not tell Zen 3 from Zen 4)."""
+    import platform
+
+    import torch
+
+    fields: dict[str, str] = {}
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() in ("model name", "cpu family", "model") and key.strip() not in fields:
+                fields[key.strip()] = value.strip()
+    name = " / ".join(fields.values()) or platform.processor() or platform.machine()
+    return f"{name}; torch {torch.__version__}; {torch.get_num_threads()} thread(s)"
+
+
+def measured_bf16_ratio() -> float:
+    """:func:`gapo_lite.probes.bf16_step_ratio` on this CPU, measured once and kept in ``<cache>/cpu_precision.json``
+    under :func:`cpu_identity` (delete the file to measure again)."""
+    from gapo_lite.probes import bf16_step_ratio
+
+    path = cache_dir() / "cpu_precision.json"
+    key = cpu_identity()
+    try:
+        known = json.loads(path.read_text())
+    except (OSError, ValueError):
+        known = {}
+    if key not in known:
+        known[key] = round(bf16_step_ratio(), 3)
+        with contextlib.suppress(OSError):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(known, indent=1) + "\n")
+    return float(known[key])
 
 
 def cpu_precision(requested: str = "auto") -> str:
-    """The CPU's compute precision: ``"fp32"`` unless ``"bf16"`` (autocast, weights kept in fp32) is asked for,
-    by ``requested`` or by ``$GAPO_LITE_CPU_PRECISION`` when ``"auto"``; ``"bf16"`` on a CPU without native bf16
-    is refused (it would be several times slower).
+    """The CPU's compute precision: ``"fp32"``, or ``"bf16"`` (autocast, weights kept in fp32), as ``requested``
+    or ``$GAPO_LITE_CPU_PRECISION`` says; ``"bf16"`` on a CPU without native bf16 is refused (several times slower).
 
-    "auto" is fp32 even where bf16 is native because autocast keeps bf16 copies only of weights that require
-    grad: under LoRA the frozen base weights are re-cast on every forward, and a SmolLM2 GAPO step (16 rows of
-    8 tokens after a shared prompt) measured 4.12 s in bf16 against 3.07 s in fp32 on an AMX Xeon
-    (``benchmarks/smollm2_step.py``, docs/smollm2.md). Long full-model batches may gain; measure before asking."""
+    "auto" is measured: bf16 where the CPU has it natively and a LoRA step under autocast takes less than
+    ``BF16_PROBE_RATIO`` of its fp32 time (:func:`measured_bf16_ratio`), else fp32. Native is not enough: autocast
+    keeps bf16 copies only of weights that require grad, so under LoRA every frozen weight is cast again at every
+    forward, and a SmolLM2 GAPO step measured 4.12 s in bf16 against 3.07 s in fp32 on an AMX Xeon but 3.07 s
+    against 3.37 s on a Zen 4 (``benchmarks/smollm2_step.py``). In fp32 and bf16 the SmolLM2 experiment's results
+    agree within their noise (docs/smollm2.md)."""
     if requested == "auto":
         requested = os.environ.get(PRECISION_ENV, "auto").lower()
     if requested not in REQUESTED_PRECISIONS:
         raise ValueError(f"CPU precision must be 'auto', 'bf16' or 'fp32', got {requested!r}")
     if requested == "fp32":
         return "fp32"
-    if requested == "bf16" and not cpu_bf16_native():
-        raise ValueError("precision 'bf16' asked for, but this CPU has no native bf16 (AVX512-BF16 / AMX); use 'fp32' or 'auto'")
-    return "bf16" if requested == "bf16" else "fp32"
+    if not cpu_bf16_native():
+        if requested == "bf16":
+            raise ValueError("precision 'bf16' asked for, but this CPU has no native bf16 (AVX512-BF16 / AMX); use 'fp32' or 'auto'")
+        return "fp32"
+    if requested == "bf16":
+        return "bf16"
+    return "bf16" if measured_bf16_ratio() < BF16_PROBE_RATIO else "fp32"
+
+
+def cpu_precision_note(requested: str = "auto") -> str:
+    """Why the CPU runs as it does, for the plan line: the measured ratio when ``requested`` "auto" measured one."""
+    if requested != "auto" or os.environ.get(PRECISION_ENV, "auto").lower() != "auto" or not cpu_bf16_native():
+        return ""
+    path = cache_dir() / "cpu_precision.json"
+    with contextlib.suppress(OSError, ValueError, KeyError):
+        ratio = json.loads(path.read_text())[cpu_identity()]
+        return f" (bf16 autocast measured {ratio:.2f}x fp32's time here, threshold {BF16_PROBE_RATIO})"
+    return ""
 
 
 def choose_backend(requested: str, cuda: bool, has_unsloth: bool) -> tuple[str, str]:

@@ -17,6 +17,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from gapo_lite._bootstrap import cache_dir
+
 logger = logging.getLogger("gapo_lite")
 
 MARKER = "gapo_lite_gguf.json"  # written last: a folder without it is an interrupted conversion
@@ -51,11 +53,6 @@ def fix_special_tokens(tokenizer: Any, config: Any) -> list[str]:
             setattr(tokenizer, f"{role}_token", token)
             changed.append(f"{role}: {old} -> {token}")
     return changed
-
-
-def cache_dir() -> Path:
-    """The kit's cache folder: ``$GAPO_LITE_CACHE``, else ``$XDG_CACHE_HOME/gapo-lite`` (default ``~/.cache/gapo-lite``)."""
-    return Path(os.environ.get("GAPO_LITE_CACHE") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gapo-lite")
 
 
 def smollm2_path() -> str:

@@ -79,7 +79,7 @@ def load_model(
     name_or_path: str | Path,
     *,
     backend: Backend = "auto",
-    load_in_4bit: bool = True,
+    load_in_4bit: bool | None = None,
     max_seq_length: int = 1024,
     lora: LoraSettings | None = LoraSettings(),
     fast_inference: bool = False,
@@ -93,7 +93,7 @@ def load_model(
     How it loads is the run plan's decision (:mod:`gapo_lite.runplan`): ``plan``, or one resolved here from
     ``backend``, ``load_in_4bit`` and ``fast_inference``. ``auto`` uses Unsloth (fused kernels, 4-bit, gradient
     checkpointing "unsloth") when a CUDA GPU and unsloth are present, otherwise transformers + peft
-    (bitsandbytes NF4 on CUDA, float32 on CPU). ``fast_inference=True`` (vLLM colocated generation) needs
+    (bitsandbytes NF4 on CUDA; fp32 on a CPU, or NF4 there too with ``load_in_4bit=True``). ``fast_inference=True`` (vLLM colocated generation) needs
     Unsloth on a CUDA GPU; vLLM then takes ``gpu_memory_utilization`` of the GPU (``pip install gapo-lite[vllm]``).
     ``gradient_checkpointing=False`` turns off Unsloth's ``"unsloth"`` checkpointing (transformers: see TRL's flag).
     """
@@ -171,12 +171,13 @@ def _load_transformers(path: str, plan: RunPlan, lora: LoraSettings | None, rand
     kwargs: dict[str, Any] = {"dtype": plan.torch_dtype}
     if plan.cuda:
         kwargs["device_map"] = {"": torch.cuda.current_device()}
-        if plan.load_in_4bit:
-            from transformers import BitsAndBytesConfig
+    if plan.load_in_4bit:
+        from transformers import BitsAndBytesConfig
 
-            kwargs["quantization_config"] = BitsAndBytesConfig(
-                load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=plan.torch_dtype
-            )
+        kwargs["quantization_config"] = BitsAndBytesConfig(
+            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=plan.compute_dtype
+        )
+        kwargs.setdefault("device_map", "cpu")  # bitsandbytes quantizes each weight as it is placed
     try:
         model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
     except OSError as err:  # a hub id that does not exist or cannot be reached: one clear line in the CLI

@@ -9,8 +9,10 @@ Where each decision lives:
   gapo_lite`` to import Unsloth first, before trl/transformers/peft, for scripts that import those early.
 * precision: :func:`choose_precision` (GPU) and :func:`gapo_lite._bootstrap.cpu_precision` (CPU) ->
   ``RunPlan.precision``; the load dtype is ``RunPlan.torch_dtype`` and TRL's flags ``RunPlan.precision_flags()``.
-* 4-bit weights (CUDA only), optimizer, gradient checkpointing, ``fast_inference`` (Unsloth on CUDA): the
-  fields of :class:`RunPlan`, set in :func:`resolve_run_plan` and checked in ``RunPlan.__post_init__``.
+* 4-bit weights: :func:`choose_4bit`, from what the installed bitsandbytes does on the device
+  (:func:`gapo_lite.probes.bitsandbytes_4bit_problem`, one NF4 forward), not from "CUDA or not".
+* optimizer, gradient checkpointing, ``fast_inference`` (Unsloth on CUDA): the fields of :class:`RunPlan`,
+  set in :func:`resolve_run_plan` and checked in ``RunPlan.__post_init__``.
 * world size: :func:`world_size` (``WORLD_SIZE``), read once into ``RunPlan.world_size``.
 * batch divisibility: :mod:`gapo_lite.batching`, through ``RunPlan.per_process_batch`` / ``RunPlan.passes``
   (the planner and ``TrainConfig`` call the same functions).
@@ -22,19 +24,29 @@ Precision: ``torch.cuda.is_bf16_supported()`` counts emulation and says True on 
 where Unsloth loads the model in fp16 and its trainer then refuses ``bf16=True``. So on the Unsloth backend
 neither ``bf16`` nor ``fp16`` is passed (Unsloth picks from the loaded model: bf16 from capability 8.0, else
 fp16); elsewhere bf16 is used only where the GPU has it natively (``is_bf16_supported(including_emulation=False)``),
-else fp16. On a CPU: fp32, and bf16 autocast (weights stay fp32) when ``TrainConfig.precision="bf16"`` asks for it
-on a CPU that computes bf16 natively (:func:`gapo_lite._bootstrap.cpu_precision` says why it is not the default).
+else fp16. On a CPU: bf16 autocast (weights stay fp32) where the CPU computes bf16 natively and a timed LoRA step
+says it is faster there, else fp32 (:func:`gapo_lite._bootstrap.cpu_precision`); ``TrainConfig.precision`` forces one.
 """
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from typing import Any
 
 from gapo_lite import batching
-from gapo_lite._bootstrap import REQUESTED_PRECISIONS, choose_backend, cpu_precision, cuda_available, import_backend, unsloth_installed
+from gapo_lite._bootstrap import (
+    REQUESTED_PRECISIONS,
+    choose_backend,
+    cpu_precision,
+    cpu_precision_note,
+    cuda_available,
+    import_backend,
+    unsloth_installed,
+)
 
 PRECISIONS = ("unsloth", "bf16", "fp16", "fp32")
+logger = logging.getLogger("gapo_lite")
 EIGHT_BIT_OPTIMIZERS = ("adamw_8bit", "adamw_bnb_8bit", "paged_adamw_8bit", "adamw_torch_8bit")
 
 
@@ -77,6 +89,7 @@ class RunPlan:
     gradient_checkpointing: bool
     load_in_4bit: bool
     fast_inference: bool = False
+    precision_reason: str = ""  # on a CPU: what "auto" measured (gapo_lite._bootstrap.cpu_precision_note)
 
     def __post_init__(self) -> None:
         if self.backend not in ("unsloth", "transformers"):
@@ -85,8 +98,8 @@ class RunPlan:
             raise ValueError(f"RunPlan.precision must be one of {PRECISIONS}, got {self.precision!r}")
         if self.world_size < 1:
             raise ValueError(f"RunPlan.world_size must be >= 1, got {self.world_size}")
-        if self.load_in_4bit and not self.cuda:
-            raise ValueError("RunPlan.load_in_4bit needs a CUDA GPU (bitsandbytes' 4-bit kernels)")
+        if self.load_in_4bit and self.backend == "unsloth" and not self.cuda:
+            raise ValueError("RunPlan.load_in_4bit on the CPU is served by the transformers backend; Unsloth's CPU fallback has no 4-bit")
         if self.fast_inference and not (self.cuda and self.backend == "unsloth"):
             where = "this machine has no CUDA GPU" if not self.cuda else f"the backend is {self.backend!r}"
             raise ValueError(f"fast_inference=True is Unsloth's colocated vLLM: it needs backend 'unsloth' on a CUDA GPU ({where})")
@@ -106,13 +119,23 @@ class RunPlan:
         return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}.get(self.precision, torch.bfloat16)
 
     @property
+    def compute_dtype(self) -> Any:
+        """The dtype 4-bit layers compute in (bitsandbytes' ``bnb_4bit_compute_dtype``): the GPU's load dtype; on a
+        CPU bf16 when the run autocasts to it, else fp32."""
+        import torch
+
+        if self.cuda:
+            return self.torch_dtype
+        return torch.bfloat16 if self.precision == "bf16" else torch.float32
+
+    @property
     def planner_optimizer(self) -> str:
         """The memory planner's optimizer term for ``optim``: 8-bit AdamW states, or fp32 ones (AdamW and the rest)."""
         return "adamw_8bit" if self.optim in EIGHT_BIT_OPTIMIZERS else "adamw"
 
     @property
     def quantization(self) -> str:
-        """Weights as the planner counts them: 4-bit (CUDA only), 16-bit on a GPU, 32-bit on a CPU."""
+        """Weights as the planner counts them: 4-bit, 16-bit on a GPU, 32-bit on a CPU."""
         if self.load_in_4bit:
             return "4bit"
         return "16bit" if self.cuda and self.precision != "fp32" else "32bit"
@@ -131,13 +154,23 @@ class RunPlan:
         gradient checkpointing on or off: on the transformers backend; Unsloth computes its log-probs its own way."""
         return self.backend == "transformers"
 
+    @property
+    def weights(self) -> str:
+        """What the weights are, as the plan line says it."""
+        if self.load_in_4bit:
+            names = {"torch.bfloat16": "bf16", "torch.float16": "fp16", "torch.float32": "fp32"}
+            compute = "as Unsloth picks" if self.precision == "unsloth" else names[str(self.compute_dtype)]
+            return f"nf4 (bitsandbytes, double quant), compute {compute}"
+        return self.quantization
+
     def describe(self) -> str:
         """One line for the log."""
         precision = f"{self.precision} autocast" if self.precision == "bf16" and not self.cuda else self.precision
+        precision += self.precision_reason
         return (
             f"backend {self.backend} ({self.backend_reason}); {'CUDA' if self.cuda else 'CPU'}, {self.world_size} process(es); "
             f"precision {precision}; optimizer {self.optim}; gradient checkpointing {'on' if self.gradient_checkpointing else 'off'}; "
-            f"weights {self.quantization}{'; vLLM generation' if self.fast_inference else ''}"
+            f"weights {self.weights}{'; vLLM generation' if self.fast_inference else ''}"
             f"{'; each prompt computed once per group' if self.share_prompts else ''}"
         )
 
@@ -189,10 +222,35 @@ def choose_precision(backend: str, cuda: bool, requested: str = "auto") -> str:
     return "bf16" if native_bf16() else "fp16"
 
 
+def choose_4bit(requested: bool | None, backend: str, cuda: bool, problem: str | None) -> bool:
+    """Whether the weights load in 4-bit: ``requested`` True / False, or None ("auto": on a CUDA GPU, not on a CPU).
+
+    ``problem`` is why bitsandbytes cannot run 4-bit on the device (None: it can, see
+    :func:`gapo_lite.probes.bitsandbytes_4bit_problem`). An explicit True that cannot be honoured is an error,
+    never a quiet 16- or 32-bit run; "auto" on a GPU where bitsandbytes fails says so and loads 16-bit. "auto" on a
+    CPU is 32-bit: NF4 there saves memory a small model does not need and dequantizes every weight at every
+    forward (a SmolLM2 GAPO step is slower in 4-bit, docs/gpu.md)."""
+    from gapo_lite.errors import UserError
+
+    if requested is False or (requested is None and not cuda):
+        return False
+    if backend == "unsloth" and not cuda:
+        if requested:
+            raise UserError("load_in_4bit=True with backend 'unsloth' on a CPU: Unsloth's CPU fallback has no 4-bit; "
+                            "use backend 'transformers' (bitsandbytes NF4 on the CPU) or load_in_4bit=false")
+        return False
+    if problem is None:
+        return True
+    if requested:
+        raise UserError(f"load_in_4bit=True cannot be honoured on this {'GPU' if cuda else 'CPU'}: {problem}")
+    logger.warning("gapo-lite: 4-bit weights off, loading 16-bit: %s", problem)
+    return False
+
+
 def resolve_run_plan(
     *,
     backend: str = "auto",
-    load_in_4bit: bool = True,
+    load_in_4bit: bool | None = None,
     fast_inference: bool = False,
     optim: str = "auto",
     gradient_checkpointing: bool | None = None,
@@ -200,15 +258,22 @@ def resolve_run_plan(
     cuda: bool | None = None,
     has_unsloth: bool | None = None,
     processes: int | None = None,
+    bitsandbytes_problem: str | None = None,
 ) -> RunPlan:
     """Decide backend, process count, precision, optimizer, checkpointing and 4-bit from what was asked for.
 
     ``cuda``, ``has_unsloth`` and ``processes`` default to what this machine says (torch, the installed
-    packages, ``WORLD_SIZE``). 4-bit is dropped without a CUDA GPU; ``fast_inference`` without Unsloth on CUDA
-    is an error."""
+    packages, ``WORLD_SIZE``); on this machine bitsandbytes is probed when 4-bit may run (:func:`choose_4bit`).
+    A described machine (``cuda`` given) is taken to run bitsandbytes unless ``bitsandbytes_problem`` says why not.
+    ``fast_inference`` without Unsloth on CUDA is an error."""
+    measured = cuda is None
     cuda = cuda_available() if cuda is None else cuda
     has_unsloth = unsloth_installed() if has_unsloth is None else has_unsloth
     chosen, reason = choose_backend(backend, cuda, has_unsloth)
+    if measured and load_in_4bit is not False and (cuda or load_in_4bit):
+        from gapo_lite.probes import bitsandbytes_4bit_problem
+
+        bitsandbytes_problem = bitsandbytes_4bit_problem("cuda" if cuda else "cpu")
     return RunPlan(
         cuda=cuda,
         world_size=world_size() if processes is None else processes,
@@ -217,8 +282,9 @@ def resolve_run_plan(
         precision=choose_precision(chosen, cuda, precision),
         optim=("adamw_8bit" if cuda else "adamw_torch") if optim == "auto" else optim,
         gradient_checkpointing=cuda if gradient_checkpointing is None else bool(gradient_checkpointing),
-        load_in_4bit=bool(load_in_4bit and cuda),
+        load_in_4bit=choose_4bit(load_in_4bit, chosen, cuda, bitsandbytes_problem),
         fast_inference=bool(fast_inference),
+        precision_reason="" if cuda else cpu_precision_note(precision),
     )
 
 

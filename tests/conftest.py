@@ -8,6 +8,7 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("GAPO_LITE_BACKEND", "transformers")
+os.environ.setdefault("GAPO_LITE_CPU_PRECISION", "fp32")  # "auto" times this CPU; tests of that rule unset it
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # two torch threads on these 2-core machines run ~6x slower
 
 import torch  # noqa: E402

@@ -90,11 +90,17 @@ def test_cpu_precision_is_bf16_only_where_the_cpu_has_it(monkeypatch):
     assert _bootstrap.cpu_precision() == "fp32" and _bootstrap.cpu_precision("fp32") == "fp32"
     with pytest.raises(ValueError, match="no native bf16"):
         _bootstrap.cpu_precision("bf16")
+    monkeypatch.setattr(_bootstrap, "measured_bf16_ratio", lambda: pytest.fail("no measurement without native bf16"))
+    assert _bootstrap.cpu_precision() == "fp32"
     monkeypatch.setattr(_bootstrap, "cpu_bf16_native", lambda: True)
     assert _bootstrap.cpu_precision("bf16") == "bf16" and _bootstrap.cpu_precision("fp32") == "fp32"
-    assert _bootstrap.cpu_precision() == "fp32"  # auto: measured slower under LoRA (frozen weights re-cast every forward)
+    for ratio, chosen in ((0.6, "bf16"), (0.8, "fp32"), (1.34, "fp32")):  # auto: bf16 only where measured faster by the margin
+        monkeypatch.setattr(_bootstrap, "measured_bf16_ratio", lambda ratio=ratio: ratio)
+        assert _bootstrap.cpu_precision() == chosen
     monkeypatch.setenv(_bootstrap.PRECISION_ENV, "bf16")
     assert _bootstrap.cpu_precision() == "bf16"
+    monkeypatch.setenv(_bootstrap.PRECISION_ENV, "fp32")
+    assert _bootstrap.cpu_precision() == "fp32"
     with pytest.raises(ValueError, match="must be 'auto', 'bf16' or 'fp32'"):
         _bootstrap.cpu_precision("fp16")
 
@@ -114,3 +120,32 @@ def test_bf16_autocast_on_the_cpu_stays_close_to_fp32(tiny_model_path):
     assert bf16.dtype == torch.float32 and not torch.equal(bf16, fp32)  # autocast did compute in bf16
     assert torch.allclose(torch.softmax(bf16, -1), torch.softmax(fp32, -1), atol=2e-2)
     assert (bf16.argmax(-1) == fp32.argmax(-1)).float().mean() > 0.9
+
+
+def test_auto_precision_measures_once_per_cpu_and_the_plan_line_says_what_it_measured(tmp_path, monkeypatch):
+    import gapo_lite.probes
+    from gapo_lite import _bootstrap
+    from gapo_lite.runplan import resolve_run_plan
+
+    monkeypatch.setenv("GAPO_LITE_CACHE", str(tmp_path))
+    monkeypatch.delenv(_bootstrap.PRECISION_ENV, raising=False)
+    monkeypatch.setattr(_bootstrap, "cpu_bf16_native", lambda: True)
+    calls = []
+    monkeypatch.setattr(gapo_lite.probes, "bf16_step_ratio", lambda: calls.append(1) or 0.6234)
+    assert _bootstrap.cpu_precision() == "bf16" and _bootstrap.cpu_precision() == "bf16"
+    assert calls == [1]  # measured once, then read from the cache
+    cached = json.loads((tmp_path / "cpu_precision.json").read_text())
+    assert cached == {_bootstrap.cpu_identity(): 0.623}
+    plan = resolve_run_plan(backend="transformers", cuda=False)
+    assert "precision bf16 autocast (bf16 autocast measured 0.62x fp32's time here, threshold 0.8)" in plan.describe()
+    assert "measured" not in resolve_run_plan(backend="transformers", cuda=False, precision="fp32").describe()
+    (tmp_path / "cpu_precision.json").write_text(json.dumps({_bootstrap.cpu_identity(): 1.34}))
+    assert _bootstrap.cpu_precision() == "fp32" and calls == [1]
+
+
+def test_the_bf16_probe_times_a_real_lora_step():
+    """The probe's figure is a ratio of two timings of the same step: positive, and within what a CPU can do."""
+    from gapo_lite.probes import bf16_step_ratio
+
+    ratio = bf16_step_ratio(rounds=1, tokens=64)
+    assert 0.05 < ratio < 20

@@ -33,6 +33,9 @@ def fake_gpu(monkeypatch):
             return True if including_emulation else major >= 8
 
         monkeypatch.setattr(torch.cuda, "is_bf16_supported", is_bf16_supported)
+        import gapo_lite.probes
+
+        monkeypatch.setattr(gapo_lite.probes, "bitsandbytes_4bit_problem", lambda device: None)  # its bitsandbytes runs NF4
 
     return install
 
@@ -100,6 +103,7 @@ def test_cpu_precision_follows_the_config_and_the_cpu(monkeypatch):
     with pytest.raises(ValueError, match="native bf16"):
         resolve_hardware(cfg(precision="bf16"))
     monkeypatch.setattr(bootstrap, "cpu_bf16_native", lambda: True)
+    monkeypatch.setattr(bootstrap, "measured_bf16_ratio", lambda: 1.34)  # an AMX Xeon's SmolLM2 step: bf16 slower
     assert resolve_hardware(cfg()).precision == "fp32"
     hw = resolve_hardware(cfg(precision="bf16"))
     kwargs = grpo_kwargs(cfg(precision="bf16"), hw, 8)

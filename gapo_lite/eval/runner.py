@@ -158,7 +158,7 @@ class EvalOptions:
     load_in_4bit: bool = False
     embed: Any = None
     progress: bool = True
-    precision: str = "auto"  # sampling on a CPU: "auto" (fp32), "bf16" (autocast, native bf16 only), "fp32"
+    precision: str = "auto"  # sampling on a CPU: "auto" (measured, _bootstrap.cpu_precision), "bf16" (autocast, native bf16 only), "fp32"
 
 
 @dataclass

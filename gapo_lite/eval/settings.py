@@ -14,7 +14,7 @@ class SampleSettings:
     batch_size: int = 64
     seed: int = 0
     progress: bool = True
-    precision: str = "auto"  # CPU only: "auto" (fp32), "bf16" (autocast, native bf16 only) or "fp32"
+    precision: str = "auto"  # CPU only: "auto" (measured, _bootstrap.cpu_precision), "bf16" (autocast, native bf16 only) or "fp32"
 
     def __post_init__(self) -> None:
         if self.n < 1:

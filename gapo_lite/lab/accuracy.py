@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gapo_lite.lab.runner import Experiment, RLRun, experiment_main, run_staged, table, tiny_rl_config
+from gapo_lite.lab.runner import LAB_PRECISION, Experiment, RLRun, experiment_main, run_staged, table, tiny_rl_config
 from gapo_lite.lab.supervised import SupervisedMiniature
 
 SHAPES = {"N": "bare", "N + N = N": "equation", "N - N = N": "equation", "The answer is N": "sentence"}
@@ -135,7 +135,8 @@ def measure(model: Any, tokenizer: Any, s: AccuracySettings) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for temperature in s.eval_temperatures:
         samples = sample_completions(model, tokenizer, prompts, n=s.eval_samples, temperature=temperature,
-                                     max_new_tokens=s.max_completion_length, batch_size=1024, seed=s.seed + 29, progress=False)
+                                     max_new_tokens=s.max_completion_length, batch_size=1024, seed=s.seed + 29, progress=False,
+                                     precision=LAB_PRECISION)
         scored = score_samples([(solve(*p), texts) for p, texts in zip(pool, samples)])
         scored["examples"] = samples[0][:8]
         out[f"T{temperature:g}"] = scored

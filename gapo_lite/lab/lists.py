@@ -95,12 +95,14 @@ def measure(model: Any, tokenizer: Any, s: Any) -> dict[str, Any]:
     """Lists-suite metrics on held-out and training categories at each evaluation temperature."""
     from gapo_lite.eval.lists import run_lists
     from gapo_lite.eval.settings import SampleSettings
+    from gapo_lite.lab.runner import LAB_PRECISION
 
     out: dict[str, Any] = {}
     for temperature in s.eval_temperatures:
         row: dict[str, Any] = {}
         for split in ("heldout", "train"):
-            settings = SampleSettings(n=s.eval_samples, temperature=temperature, max_new_tokens=s.completion_tokens, batch_size=512, seed=s.seed, progress=False)
+            settings = SampleSettings(n=s.eval_samples, temperature=temperature, max_new_tokens=s.completion_tokens, batch_size=512, seed=s.seed,
+                                      progress=False, precision=LAB_PRECISION)
             r = run_lists(model, tokenizer, settings, num_lists=s.eval_lists, split=split)
             row.update(
                 {

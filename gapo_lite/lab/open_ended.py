@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gapo_lite.lab.runner import Experiment, RLRun, experiment_main, run_staged, table, tiny_rl_config
+from gapo_lite.lab.runner import LAB_PRECISION, Experiment, RLRun, experiment_main, run_staged, table, tiny_rl_config
 from gapo_lite.lab.supervised import SupervisedMiniature
 
 LABELS = {"before": "before (collapsed)", "gapo": "GAPO", "baseline": "GRPO + validity"}
@@ -73,7 +73,7 @@ def measure(model: Any, tokenizer: Any, s: OpenSettings) -> dict[str, Any]:
             names = sorted(vocabularies(split))
             prompts = [[{"role": "user", "content": open_prompt(c)}] for c in names]
             samples = sample_completions(model, tokenizer, prompts, n=s.eval_samples, temperature=temperature, max_new_tokens=3,
-                                         batch_size=1024, seed=s.seed + 17, progress=False)
+                                         batch_size=1024, seed=s.seed + 17, progress=False, precision=LAB_PRECISION)
             per: dict[str, Any] = {}
             for category, texts in zip(names, samples):
                 answers = scorer.answers(Group(category, prompts[0], texts, {"category": category}))

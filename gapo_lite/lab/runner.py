@@ -19,6 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+# The lab's recorded figures were computed in fp32; its runs keep it whatever the CPU's "auto" would choose.
+LAB_PRECISION = "fp32"
+
 
 @dataclass(frozen=True)
 class RLRun:
@@ -209,6 +212,7 @@ def tiny_rl_config(s: Any, start: Path, out: Path, **fields: Any):
         "save_steps": s.rl_steps, "save_total_limit": 1, "seed": s.seed, "output_dir": str(out), "optim": "adamw_torch",
         # The miniatures' word-level models answer in 1-3 tokens and were recorded reading the first answer found.
         "clean_answers": False,
+        "precision": LAB_PRECISION,
     }
     return TrainConfig(**{**base, **fields})
 

@@ -60,7 +60,7 @@ class SmolSettings:
     seed: int = 0
     rl_seed: int | None = None  # the RL runs' own seed (their samples, prompt order, LoRA init); None: seed. Lists and measurements follow seed
     threads: int = 2
-    precision: str = "auto"  # RL and sampling on the CPU: "auto" (fp32; see _bootstrap.cpu_precision), "bf16", "fp32"; the warm-up runs in fp32
+    precision: str = "fp32"  # RL and sampling: "fp32" (the recorded runs'), "bf16" (autocast) or "auto" (measured: _bootstrap.cpu_precision); the warm-up runs in fp32
 
     def __post_init__(self) -> None:
         if self.precision not in REQUESTED_PRECISIONS:

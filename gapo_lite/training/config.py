@@ -33,7 +33,9 @@ class TrainConfig:
     model: str = "Qwen/Qwen2.5-7B-Instruct"
     backend: Literal["auto", "unsloth", "transformers"] = "auto"
     precision: Literal["auto", "bf16", "fp32"] = "auto"
-    load_in_4bit: bool = True
+    # None: 4-bit on a CUDA GPU (bitsandbytes NF4, double quant), full precision on a CPU; True: 4-bit wherever
+    # bitsandbytes runs it (the CPU too), else a one-line error; False: never (gapo_lite.runplan.choose_4bit).
+    load_in_4bit: bool | None = None
     max_seq_length: int = 1024
     use_lora: bool = True
     lora_r: int = LoraSettings.r

@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default=DEFAULT_MODEL,
                         help="local model folder, hub id (its config.json, or the built-in table offline: Qwen2.5, Qwen3, Llama 3.x, Gemma 2/3, "
                              "Mistral, Phi, SmolLM2) or a built-in name")
-    parser.add_argument("--quantization", choices=QUANTIZATIONS, default="4bit" if d.load_in_4bit else "16bit")
+    parser.add_argument("--quantization", choices=QUANTIZATIONS, default="16bit" if d.load_in_4bit is False else "4bit")
     parser.add_argument("--lora-rank", type=int, default=d.lora_r)
     parser.add_argument("--num-generations", type=int, default=d.num_generations, help="G, completions per prompt")
     parser.add_argument("--prompts-per-step", type=int, default=d.prompts_per_step)
