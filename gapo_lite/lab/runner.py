@@ -151,6 +151,17 @@ def _run_stages(e: Experiment, out: Path, command: str | None) -> dict[str, Any]
     ran_with = {"start": {k: first.get(k) for k in StageStore.HOW_TO_RUN}}
     stages: dict[str, float] = {"pretrain": first["seconds"]}
     walls = [first["wall"]]  # each stage with its measurement, whichever session ran it
+    if getattr(s, "load_in_4bit", False):  # RL trains on the start quantized to NF4: its own start is that model
+        quantized = store.get("start_nf4")
+        if quantized is None:
+            print("      the start again, its weights in NF4 (bitsandbytes)")
+            t = time.perf_counter()
+            model, tok = load_model(start, lora=None, load_in_4bit=True)
+            quantized = {"measured": e.measure(model, tok), "wall": time.perf_counter() - t, **store.how}
+            store.put("start_nf4", quantized)
+            del model
+        results["before_nf4"] = quantized["measured"]
+        walls.append(quantized["wall"])
 
     for step, run in enumerate(e.runs, start=2):
         done = store.get(run.name)
@@ -163,7 +174,7 @@ def _run_stages(e: Experiment, out: Path, command: str | None) -> dict[str, Any]
             config = dataclasses.replace(e.rl_config(start, out / run.name, run), resume=True)  # from its last complete checkpoint, if any
             result = train(config, **extras)
             seconds = time.perf_counter() - t
-            trained, trained_tok = load_trained(result.adapter_dir, start)
+            trained, trained_tok = load_trained(result.adapter_dir, start, load_in_4bit=config.load_in_4bit is True)
             done = {"measured": e.measure(trained, trained_tok), "seconds": seconds, "wall": time.perf_counter() - t, **store.how}
             store.put(run.name, done)
         results[run.name] = done["measured"]
@@ -187,15 +198,16 @@ def _run_stages(e: Experiment, out: Path, command: str | None) -> dict[str, Any]
     return results
 
 
-def load_trained(trained_dir: Path, start: Path) -> tuple[Any, Any]:
-    """What an RL run saved: a full model folder, or a LoRA adapter (``adapter_config.json``) put on ``start``."""
+def load_trained(trained_dir: Path, start: Path, load_in_4bit: bool = False) -> tuple[Any, Any]:
+    """What an RL run saved: a full model folder, or a LoRA adapter (``adapter_config.json``) put on ``start``
+    (in NF4 when the run trained on a 4-bit base, so that what is measured is what was trained)."""
     from gapo_lite.models import load_model
 
     if not (Path(trained_dir) / "adapter_config.json").is_file():
         return load_model(trained_dir, lora=None)
     from peft import PeftModel
 
-    model, tokenizer = load_model(start, lora=None)
+    model, tokenizer = load_model(start, lora=None, load_in_4bit=load_in_4bit)
     return PeftModel.from_pretrained(model, str(trained_dir), is_trainable=False), tokenizer
 
 

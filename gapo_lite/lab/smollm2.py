@@ -22,7 +22,7 @@ from gapo_lite._bootstrap import REQUESTED_PRECISIONS
 from gapo_lite.lab.runner import Experiment, RLRun, module_main, run_staged, settings_from_args, table
 
 REWARDS = {"gapo": "gapo", "gapo_lists": "gapo", "grpo_baseline": "validity"}
-LABELS = {"before": "start", "gapo_lists": "GAPO, lists only", "gapo": "GAPO", "grpo_baseline": "GRPO + validity reward"}
+LABELS = {"before": "start", "before_nf4": "start, NF4", "gapo_lists": "GAPO, lists only", "gapo": "GAPO", "grpo_baseline": "GRPO + validity reward"}
 LISTS_ONLY = ("gapo_lists",)  # runs that train on list prompts alone (the paper's recipe) whatever open_share says
 
 
@@ -60,6 +60,7 @@ class SmolSettings:
     seed: int = 0
     rl_seed: int | None = None  # the RL runs' own seed (their samples, prompt order, LoRA init); None: seed. Lists and measurements follow seed
     threads: int = 2
+    load_in_4bit: bool = False  # RL on the start quantized to NF4 (bitsandbytes) with LoRA on top; the start is measured again in NF4
     precision: str = "fp32"  # RL and sampling: "fp32" (the recorded runs'), "bf16" (autocast) or "auto" (measured: _bootstrap.cpu_precision); the warm-up runs in fp32
 
     def __post_init__(self) -> None:
@@ -196,7 +197,7 @@ def rl_config(s: SmolSettings, start: Path, out: Path, run: RLRun):
                "beta": s.beta}
     return dataclasses.replace(base, model=str(start), reward=REWARDS[run.name], max_steps=s.rl_steps, save_steps=max(1, min(25, s.rl_steps // 2)),
                                save_total_limit=1, max_completion_length=s.completion_tokens, output_dir=str(out), seed=rl_seed, data_seed=rl_seed, precision=s.precision,
-                               clean_answers=s.clean_answers, open_share=0.0 if run.name in LISTS_ONLY else s.open_share,
+                               clean_answers=s.clean_answers, open_share=0.0 if run.name in LISTS_ONLY else s.open_share, load_in_4bit=s.load_in_4bit,
                                **{k: v for k, v in changed.items() if v is not None})
 
 
