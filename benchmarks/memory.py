@@ -11,6 +11,14 @@ each chunk size in a fresh subprocess with glibc's mmap threshold pinned low so 
 back to the OS. On a CUDA GPU: ``torch.cuda.max_memory_allocated`` above the allocation before the step.
 The estimate is the planner's ``activations + logits_and_logprobs`` for the same shapes at 32-bit
 (CPU) or 16-bit (GPU) on the transformers backend; the ratio estimate/measured is printed, not asserted.
+
+    python benchmarks/memory.py --resident SmolLM2-135M,Qwen2.5-0.5B,Qwen2.5-1.5B   # the 4-bit path's resident terms
+
+``--resident`` compares, for the 4-bit transformers path (bitsandbytes NF4 + peft LoRA, loaded by ``load_model``),
+the planner's resident terms with the bytes of the real tensors after one forward, backward and AdamW step:
+weights (packed NF4 data and its quantization states, and the unquantized rest), LoRA parameters, their
+gradients and the optimizer's states. Each model is built with random weights at its real shapes from the
+planner's offline table (SmolLM2-135M is the real checkpoint when ``scripts/get_smollm2.sh`` has fetched it).
 """
 from __future__ import annotations
 
@@ -147,6 +155,119 @@ def run_worker_subprocess(model_dir: Path, args: argparse.Namespace, chunk: int)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def random_checkpoint(name: str, out: Path) -> Path:
+    """A checkpoint folder of the offline table's ``name`` with random bf16 weights at its real shapes and a
+    tokenizer (what ``load_model`` reads): built as a Qwen2 (the table's layout) or a Llama."""
+    import torch
+    from transformers import AutoModelForCausalLM, LlamaConfig, Qwen2Config
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    from gpu_check import build_tokenizer_for, qwen2_config_kwargs
+
+    from gapo_lite.memory import ModelSpec
+
+    spec = ModelSpec.builtin(name)
+    tokenizer = build_tokenizer_for(spec)
+    kwargs = qwen2_config_kwargs(spec, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
+    config = LlamaConfig(**kwargs) if spec.model_type == "llama" else Qwen2Config(**kwargs)
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+def tensor_bytes(tensors) -> int:
+    """Bytes of distinct storages (a tied embedding and head, or a shared quantization code, count once)."""
+    seen: dict[int, int] = {}
+    for t in tensors:
+        if t is not None:
+            seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+    return sum(seen.values())
+
+
+def quant_state_tensors(param):
+    """The tensors of a bitsandbytes Params4bit's quantization state (absmax, code, and the nested state of double quant)."""
+    state = getattr(param, "quant_state", None)
+    if state is None:
+        return []
+    found = [state.absmax, state.code, getattr(state, "offset", None)]
+    nested = getattr(state, "state2", None)
+    if nested is not None:
+        found += [nested.absmax, nested.code]
+    return [t for t in found if t is not None and hasattr(t, "untyped_storage")]
+
+
+def resident_terms(model_dir: Path, lora_rank: int) -> dict[str, int]:
+    """Measured resident bytes of the 4-bit transformers path after one forward, backward and AdamW step."""
+    import torch
+
+    from gapo_lite.models import LoraSettings, load_model
+    from gapo_lite.runplan import resolve_run_plan
+
+    plan = resolve_run_plan(backend="transformers", load_in_4bit=True, precision="fp32", gradient_checkpointing=False)
+    model, _ = load_model(model_dir, plan=plan, lora=LoraSettings(r=lora_rank, alpha=2 * lora_rank, dropout=0.1))
+    lora = [p for p in model.parameters() if p.requires_grad]
+    frozen = [p for p in model.parameters() if not p.requires_grad]
+    optimizer = torch.optim.AdamW(lora, lr=1e-5)
+    ids = torch.randint(10, model.config.vocab_size, (1, 8))
+    model(input_ids=ids, labels=ids).loss.backward()
+    optimizer.step()
+    states = [t for state in optimizer.state.values() for t in state.values() if torch.is_tensor(t) and t.dim() > 0]
+    return {
+        "weights": tensor_bytes(frozen + [t for p in frozen for t in quant_state_tensors(p)]),
+        "lora_params": tensor_bytes(lora),
+        "lora_grads": tensor_bytes(p.grad for p in lora),
+        "optimizer_states": tensor_bytes(states),
+    }
+
+
+def predicted_resident_terms(model_dir: Path, lora_rank: int) -> dict[str, int]:
+    """The planner's resident terms for the same model on the 4-bit transformers path with torch AdamW."""
+    from gapo_lite.memory import ModelSpec, PlanSettings, estimate_terms
+    from gapo_lite.memory.planner import ADAPTER_BYTES, OPTIMIZER_STATE_BYTES, lora_parameter_count
+
+    spec = ModelSpec.from_config(model_dir)
+    settings = PlanSettings(quantization="4bit", lora_rank=lora_rank, num_generations=2, prompts_per_step=1, backend="transformers", optimizer="adamw")
+    terms = estimate_terms(spec, settings, 1)
+    count = lora_parameter_count(spec, lora_rank)
+    split = {"lora_params": count * ADAPTER_BYTES, "lora_grads": count * ADAPTER_BYTES, "optimizer_states": count * OPTIMIZER_STATE_BYTES["adamw"]}
+    assert sum(split.values()) == terms["lora_params_and_optimizer"]  # the planner's one term, in its three parts
+    return {"weights": terms["weights"], **split}
+
+
+def resident_worker(args: argparse.Namespace) -> dict:
+    import torch
+
+    torch.set_num_threads(max(1, os.cpu_count() or 1))
+    return {"measured": resident_terms(args.model_dir, args.lora_rank), "predicted": predicted_resident_terms(args.model_dir, args.lora_rank)}
+
+
+def run_resident(names: list[str], lora_rank: int) -> list[dict]:
+    """Each model in a fresh process (its memory returned to the OS): predicted, measured and their ratio per term."""
+    from gapo_lite.gguf import smollm2_path
+    from gapo_lite.models import check_model_path
+
+    rows = []
+    print(f"{'model':<14} {'term':<18} {'predicted MiB':>14} {'measured MiB':>13} {'ratio':>7}")
+    for name in names:
+        with tempfile.TemporaryDirectory(prefix="gapo_resident_") as tmp:
+            real = name == "SmolLM2-135M" and Path(smollm2_path()).is_file()
+            model_dir = Path(check_model_path(smollm2_path())) if real else random_checkpoint(name, Path(tmp) / "model")
+            cmd = [sys.executable, __file__, "--resident-worker", "--model-dir", str(model_dir), "--lora-rank", str(lora_rank)]
+            out = subprocess.run(cmd, env=dict(os.environ, GAPO_LITE_BACKEND="transformers"), capture_output=True, text=True, check=False)
+            if out.returncode != 0:
+                raise RuntimeError(f"resident worker for {name} failed:\n{out.stderr[-3000:]}")
+            result = json.loads(out.stdout.strip().splitlines()[-1])
+        for term, measured in result["measured"].items():
+            predicted = result["predicted"][term]
+            row = {"model": name + ("" if real or name != "SmolLM2-135M" else " (random)"), "term": term, "predicted": predicted, "measured": measured,
+                   "ratio": predicted / measured}
+            rows.append(row)
+            print(f"{row['model']:<14} {term:<18} {predicted / MIB:>14.2f} {measured / MIB:>13.2f} {row['ratio']:>7.3f}", flush=True)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", default="1,2,4,8")
@@ -160,12 +281,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--vocab", type=int, default=32000)
     parser.add_argument("--lora-rank", type=int, default=16)
     parser.add_argument("--no-checkpointing", action="store_true")
+    parser.add_argument("--resident", metavar="MODELS", help="comma-separated offline-table names: the 4-bit path's resident terms, predicted vs measured")
+    parser.add_argument("--resident-worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--model-dir", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--chunk", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         print(json.dumps(worker(args)))
+        return 0
+    if args.resident_worker:
+        print(json.dumps(resident_worker(args)))
+        return 0
+    if args.resident:
+        run_resident([n.strip() for n in args.resident.split(",") if n.strip()], args.lora_rank if args.lora_rank != 16 else 64)
         return 0
 
     import torch

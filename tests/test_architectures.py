@@ -52,6 +52,17 @@ def test_planner_counts_the_parameters_the_model_has(tiny):
     assert ModelSpec.from_config(path).num_params == params, arch
 
 
+def test_planner_counts_the_lora_parameters_the_adapter_has(tiny):
+    """Phi-3's fused qkv_proj / gate_up_proj carry one adapter each: the seven-projection count would be 3 * hidden too many per layer."""
+    from gapo_lite.memory.planner import lora_parameter_count
+    from gapo_lite.models import LoraSettings, load_model
+
+    arch, path, _ = tiny
+    model, _ = load_model(path, backend="transformers", lora=LoraSettings(r=4, alpha=8, dropout=0.0))
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    assert lora_parameter_count(ModelSpec.from_config(path), 4) == trainable, arch
+
+
 def test_one_gapo_step(tiny, tmp_path):
     from gapo_lite.training import TrainConfig, train
 

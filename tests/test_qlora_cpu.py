@@ -139,3 +139,18 @@ def test_eval_loads_the_base_in_4bit_with_the_adapter(nf4_run, tmp_path, capsys)
     assert results["config"]["load_in_4bit"] is True
     assert {"base", "adapter"} <= set(results["variants"])
     assert "4-bit=True" in capsys.readouterr().out  # load_model's line: the base really loaded in NF4
+
+
+def test_the_planners_resident_terms_are_the_bytes_of_the_real_nf4_tensors(small_vocab_model):
+    """benchmarks/memory.py --resident on a model built here: weights (packed NF4, its quantization states, the fp32
+    rest), LoRA parameters, gradients and AdamW states after one step, each within 5% of the planner's term."""
+    import runpy
+    from pathlib import Path
+
+    needs_cpu_nf4()
+    bench = runpy.run_path(str(Path(__file__).resolve().parents[1] / "benchmarks" / "memory.py"), run_name="memory_bench")
+    path, _ = small_vocab_model
+    measured, predicted = bench["resident_terms"](path, 8), bench["predicted_resident_terms"](path, 8)
+    assert set(measured) == set(predicted) == {"weights", "lora_params", "lora_grads", "optimizer_states"}
+    for term in measured:
+        assert abs(predicted[term] / measured[term] - 1) < 0.05, (term, predicted[term], measured[term])

@@ -17,7 +17,8 @@ Terms (bytes; ``a`` = bytes per activation element: 2 for 4bit/16bit (bf16 compu
 
 ``weights``
     4bit: the seven projections as bitsandbytes NF4 with double quantization, 0.5 byte/param + an
-    8-bit absmax per 64-block + an fp32 constant per 256 blocks (~0.516 byte/param); embeddings, lm_head,
+    8-bit absmax per 64-block + an fp32 constant per 256 blocks (~0.516 byte/param) + 1092 bytes of codes per
+    matrix (``nf4_bytes``; the bytes of the real tensors, ``benchmarks/memory.py --resident``); embeddings, lm_head,
     norms and biases stay 16-bit (Unsloth and bitsandbytes keep them unquantized). On the transformers
     backend peft's ``prepare_model_for_kbit_training`` casts those unquantized parameters to fp32, so
     they count 4 bytes there. 16bit: 2 bytes/param; 32bit: 4 bytes/param.
@@ -96,7 +97,15 @@ from gapo_lite import batching
 from gapo_lite.memory.specs import ModelSpec
 
 GIB = 1024**3
-NF4_BYTES_PER_PARAM = 0.5 + 1 / 64 + 4 / (64 * 256)
+# Per quantized matrix, whatever its size: the NF4 code (16 fp32), double quant's nested code (256 fp32) and offset.
+NF4_STATE_BYTES_PER_MATRIX = 4 * (16 + 256 + 1)
+
+
+def nf4_bytes(params: int) -> int:
+    """Bytes of one matrix of ``params`` weights in bitsandbytes NF4 with double quantization: two weights a byte,
+    a uint8 absmax per block of 64, an fp32 absmax per 256 of those blocks, and the per-matrix constants."""
+    blocks = math.ceil(params / 64)
+    return math.ceil(params / 2) + blocks + 4 * math.ceil(blocks / 256) + NF4_STATE_BYTES_PER_MATRIX
 CUDA_OVERHEAD_BYTES = GIB
 QUANTIZATIONS = ("4bit", "16bit", "32bit")
 BACKENDS = ("unsloth", "transformers")
@@ -190,9 +199,13 @@ class PlanSettings:
 
 
 def lora_parameter_count(spec: ModelSpec, rank: int) -> int:
-    """LoRA parameters on q/k/v/o/gate/up/down: ``rank * (in + out)`` per module per layer."""
+    """LoRA parameters on q/k/v/o/gate/up/down: ``rank * (in + out)`` per module per layer; where q/k/v and gate/up
+    are fused (Phi-3), one adapter each reads the hidden state once (``lora_targets`` adapts the fused modules)."""
     h, q, kv, i = spec.hidden_size, spec.q_dim, spec.kv_dim, spec.intermediate_size
-    per_layer = (h + q) + 2 * (h + kv) + (q + h) + 2 * (h + i) + (i + h)
+    if spec.fused_projections:
+        per_layer = (h + q + 2 * kv) + (q + h) + (h + 2 * i) + (i + h)
+    else:
+        per_layer = (h + q) + 2 * (h + kv) + (q + h) + 2 * (h + i) + (i + h)
     return spec.num_layers * rank * per_layer
 
 
@@ -208,7 +221,7 @@ def _weights(spec: ModelSpec, s: PlanSettings) -> int:
         return 2 * spec.num_params
     other = spec.num_params - spec.linear_params
     other_bytes = 4 if s.backend == "transformers" else 2
-    return math.ceil(spec.linear_params * NF4_BYTES_PER_PARAM) + other_bytes * other
+    return spec.num_layers * sum(nf4_bytes(n) for n in spec.projection_sizes) + other_bytes * other
 
 
 def layer_saved_elements(spec: ModelSpec, rank: int) -> int:

@@ -99,12 +99,14 @@ def nearest_builtin_names(name: str, n: int = 3) -> list[str]:
 
 
 def family_traits(model_type: str, attention_bias: bool = False) -> dict[str, Any]:
-    """What a family adds to the Llama layout: q/k/v biases (Qwen2), four norms per layer (Gemma 2/3), q/k norms (Qwen3, Gemma 3)."""
+    """What a family adds to the Llama layout: q/k/v biases (Qwen2), four norms per layer (Gemma 2/3), q/k norms (Qwen3,
+    Gemma 3), q/k/v and gate/up fused into one matrix each (Phi-3, Phi-4: ``qkv_proj``, ``gate_up_proj``)."""
     t = model_type.lower()
     return dict(
         qkv_bias=(t.startswith("qwen2") and not t.startswith("qwen2_5_vl")) or bool(attention_bias),
         norms_per_layer=4 if t.startswith(("gemma2", "gemma3")) else 2,
         qk_norm=t.startswith(("qwen3", "gemma3")),
+        fused_projections=t.startswith("phi3"),
     )
 
 
@@ -121,6 +123,7 @@ def count_parameters(
     qkv_bias: bool = True,
     norms_per_layer: int = 2,
     qk_norm: bool = False,
+    fused_projections: bool = False,
 ) -> int:
     """Parameter count of a Llama-layout decoder from its shapes (a tied head is counted once).
 
@@ -151,6 +154,7 @@ class ModelSpec:
     qkv_bias: bool = True
     norms_per_layer: int = 2
     qk_norm: bool = False
+    fused_projections: bool = False  # one qkv_proj and one gate_up_proj per layer, which LoRA adapts as one module each
     model_type: str = ""
 
     def __post_init__(self) -> None:
@@ -179,6 +183,14 @@ class ModelSpec:
     def embedding_params(self) -> int:
         """Input embedding plus (if untied) output head parameters."""
         return self.vocab_size * self.hidden_size * (1 if self.tie_word_embeddings else 2)
+
+    @property
+    def projection_sizes(self) -> list[int]:
+        """Parameters of each projection matrix of one layer, as the model holds them (Phi-3: fused qkv and gate/up)."""
+        h, q, kv, i = self.hidden_size, self.q_dim, self.kv_dim, self.intermediate_size
+        if self.fused_projections:
+            return [h * (q + 2 * kv), q * h, h * 2 * i, i * h]
+        return [h * q, h * kv, h * kv, q * h, h * i, h * i, i * h]
 
     @property
     def linear_params(self) -> int:
