@@ -106,6 +106,37 @@ def test_one_grpo_step_with_lora_through_the_recipe(smollm2_path, tmp_path):
     assert any("loss" in r or "train_loss" in r for r in rows)
 
 
+def test_one_gapo_step_in_nf4_and_its_adapter_on_the_full_precision_model(smollm2_path, tmp_path):
+    """The recipe with load_in_4bit=true on the CPU: SmolLM2's projections are bitsandbytes NF4, one step trains the fp32
+    adapter, and the saved adapter loads onto the 32-bit model."""
+    import torch
+    from peft import PeftModel
+
+    bnb = pytest.importorskip("bitsandbytes")
+    from gapo_lite.models import load_model
+    from gapo_lite.overrides import apply_overrides
+    from gapo_lite.probes import bitsandbytes_4bit_problem
+    from gapo_lite.training import build_trainer
+    from gapo_lite.training.recipes import load_recipe_file
+
+    if bitsandbytes_4bit_problem("cpu"):
+        pytest.skip(bitsandbytes_4bit_problem("cpu"))
+    recipe = load_recipe_file(str(ROOT / "recipes" / "smollm2_lists.py"))
+    config = apply_overrides(recipe.config, [f"model={smollm2_path}", "load_in_4bit=true", "max_steps=1", f"output_dir={tmp_path / 'run'}",
+                                             "save_steps=1"], what="TrainConfig key")
+    trainer = build_trainer(config, **recipe.train_kwargs(config))
+    assert trainer.gapo_hardware.load_in_4bit
+    assert sum(isinstance(m, bnb.nn.Linear4bit) for m in trainer.model.modules()) == 30 * 7
+    trainer.train()
+    trainer.save_model(str(tmp_path / "adapter"))
+    assert trainer.state.global_step == 1
+    assert all(p.dtype == torch.float32 for p in trainer.model.parameters() if p.requires_grad)
+    base, _ = load_model(smollm2_path, backend="transformers", load_in_4bit=False, lora=None)
+    model = PeftModel.from_pretrained(base, str(tmp_path / "adapter"))
+    assert not any(isinstance(m, bnb.nn.Linear4bit) for m in model.modules())
+    assert sum("lora_A" in n for n, _ in model.named_parameters()) == 30 * 7
+
+
 def test_the_experiment_end_to_end_on_quick_sizes(smollm2_path, tmp_path):
     """`python -m gapo_lite.lab.smollm2 --quick --set warmup_steps=1`: warm-up on its own valid answers,
     both RL runs (LoRA adapters), each measured with the lists suite."""
