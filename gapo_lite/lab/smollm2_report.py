@@ -46,6 +46,8 @@ def load_results(path: Path) -> dict[str, Any]:
     if start is None or settings is None:
         raise FileNotFoundError(f"{path} holds neither results.json nor a measured start (stages/start.json)")
     results: dict[str, Any] = {"before": start["before"], "settings": settings, "stage_seconds": {"pretrain": start["seconds"]}, "complete": False}
+    if read("start_nf4") is not None:
+        results["before_nf4"] = read("start_nf4")["measured"]
     for name in settings["runs"]:
         done = read(name)
         if done is not None:
@@ -287,10 +289,11 @@ def damage_lines(results: dict[str, Any]) -> list[str]:
     from gapo_lite.eval.damage import damage, warning_lines
     from gapo_lite.lab.smollm2 import suites_of
 
-    start = suites_of(results["before"])
     lines = []
     for name in models(results)[1:]:
-        findings = damage(start, suites_of(results[name]))
+        # a run on an NF4 base is compared with the start in NF4; that start with the start as trained
+        reference = results["before_nf4"] if "before_nf4" in results and name != "before_nf4" else results["before"]
+        findings = damage(suites_of(reference), suites_of(results[name]))
         if findings:
             lines += warning_lines(findings, label=LABELS[name]) or [f"{LABELS[name]}: no damage check worse than the start beyond the noise"]
     return lines
@@ -374,6 +377,62 @@ def report_precision(all_results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [slim(r) for r in all_results]
 
 
+QUANTIZATION_ROWS = (("heldout_jsd", "held-out JSD"), ("heldout_valid_rate", "held-out valid"), ("open.mean_unique_valid", "open valid Unique@100"),
+                     ("open.mean_valid_rate", "open valid rate"), ("open.mean_end_rate", "open end-of-turn rate"), ("heldout_end_rate", "lists end-of-turn rate"),
+                     ("guard.accuracy", "guard accuracy"))
+
+
+def step_seconds(run_dir: Path) -> float | None:
+    """The mean of a run's logged ``step_time`` (TRL's seconds per optimizer step: generation, scoring, loss, update)."""
+    path = Path(run_dir) / "metrics.jsonl"
+    if not path.is_file():
+        return None
+    times = [float(r["step_time"]) for r in map(json.loads, path.read_text().splitlines()) if "step_time" in r]
+    return sum(times) / len(times) if times else None
+
+
+def quantization_columns(all_results: list[dict[str, Any]], paths: list[Path], run: str = "gapo_lists") -> list[tuple[str, dict[str, Any], float | None]]:
+    """(label, measurement, seconds per step) of the start, the start in NF4 and each folder's ``run``, from one
+    32-bit and one NF4 folder of the same start and settings (``--set load_in_4bit=true`` the only difference)."""
+    by_bits = {bool(r["settings"].get("load_in_4bit")): (r, p) for r, p in zip(all_results, paths)}
+    if set(by_bits) != {False, True} or len(all_results) != 2:
+        raise ValueError("--quantization takes two folders of one start: one run with --set load_in_4bit=true and one without")
+    (full, full_path), (nf4, nf4_path) = by_bits[False], by_bits[True]
+    if full["before"]["heldout_jsd"] != nf4["before"]["heldout_jsd"]:
+        raise ValueError("the two folders do not share one start (their measured starts differ)")
+    differ = sorted(k for k in set(full["settings"]) | set(nf4["settings"]) if k not in ("load_in_4bit", "threads") and full["settings"].get(k) != nf4["settings"].get(k))
+    if differ:
+        raise ValueError(f"the two folders differ in more than load_in_4bit: {', '.join(differ)}")
+    for r in (full, nf4):
+        if run not in r:
+            raise ValueError(f"{run} has not finished in both folders")
+    return [("start, 32-bit", full["before"], None), ("start, NF4", nf4["before_nf4"], None),
+            ("GAPO, 32-bit", full[run], step_seconds(Path(full_path) / run)), ("GAPO, NF4", nf4[run], step_seconds(Path(nf4_path) / run))]
+
+
+def format_quantization_table(columns: list[tuple[str, dict[str, Any], float | None]], seed: int) -> str:
+    from gapo_lite.lab.smollm2 import _value
+
+    rows = [(label, [_value(m, key) for _, m, _ in columns]) for key, label in QUANTIZATION_ROWS]
+    rows.append(("held-out JSD, bootstrap standard error", [heldout_jsd_se(m, seed) if "heldout_choices" in m else None for _, m, _ in columns]))
+    rows.append(("seconds per GAPO step", [t for _, _, t in columns]))
+    return table(rows, [label for label, _, _ in columns], width=16, label_width=40)
+
+
+def report_quantization(all_results: list[dict[str, Any]], paths: list[Path]) -> list[dict[str, Any]]:
+    """``--quantization``: the same GAPO run on the 32-bit and the NF4 model, side by side; returns the record."""
+    columns = quantization_columns(all_results, paths)
+    seed = all_results[0]["settings"]["seed"]
+    print(f"== seed {seed}: {all_results[0]['settings']['rl_steps']} GAPO steps (lists only) on the 32-bit model and on its NF4 quantization\n"
+          f"{format_quantization_table(columns, seed)}")
+    times = [t for _, _, t in columns[2:]]
+    if all(times):
+        print(f"NF4 / 32-bit time per step: {times[1] / times[0]:.2f}x")
+    for results in all_results:
+        print("\n".join(damage_lines(results)))
+    return [slim(r) for r in all_results]
+
+
 def report_longer(all_results: list[dict[str, Any]], plots: Path | None, name: str, run: str = "gapo") -> list[dict[str, Any]]:
     """``--longer``: one table per seed over the stages, the plot; returns the record."""
     runs = longer_runs(all_results, run)
@@ -412,13 +471,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--record", type=Path, help="write the slimmed results here (a JSON list)")
     parser.add_argument("--longer", action="store_true", help="the folders continue one another's GAPO runs (scripts/smollm2_longer.sh)")
     parser.add_argument("--run", default="gapo", choices=("gapo", "gapo_lists", "grpo_baseline"), help="with --longer: which run was continued (default gapo)")
+    parser.add_argument("--quantization", action="store_true", help="two folders of one start, one with --set load_in_4bit=true: 32-bit against NF4")
     parser.add_argument("--precision", action="store_true", help="the folders are one start's fp32 / bf16 runs with several RL seeds (scripts/smollm2_precision.sh)")
     args = parser.parse_args(argv)
     if args.longer and args.precision:
         parser.error("--longer and --precision read different folders; give one")
     try:  # a folder that is missing or does not fit the mode is one line, before anything is written
         all_results = [load_results(p) for p in args.results]
-        if args.precision:
+        if args.quantization:
+            record = report_quantization(all_results, args.results)
+        elif args.precision:
             record = report_precision(all_results)
         elif args.longer:
             record = report_longer(all_results, args.plots, args.name, args.run)
