@@ -186,9 +186,10 @@ def test_smollm2_longer_tables_as_printed(name, stage):
         assert steps[0] == 0 and steps == sorted(steps) and stage in steps
         assert format_longer_table([tuple(point) for point in r["points"]]) in page("smollm2.md")
 
-def test_readme_smollm2_rows_follow_the_recorded_runs():
-    """The README's SmolLM2 table quotes GAPO's 600-step points (smollm2_p2_longer.json) and the baseline at
-    600 steps (smollm2_p2_base.json): held-out JSD and valid, open Unique@100 and valid rate."""
+def test_smollm2_page_lenient_rows_follow_the_recorded_runs():
+    """The SmolLM2 page's summary table of the lenient-rule runs (the README's former SmolLM2 table) quotes GAPO's
+    600-step points (smollm2_p2_longer.json) and the baseline at 600 steps (smollm2_p2_base.json): held-out JSD
+    and valid, open Unique@100 and valid rate."""
     longer = points_by_seed("smollm2_p2_longer.json")
     for r in recorded_json("smollm2_p2_base.json"):
         seed, base = r["settings"]["seed"], r["grpo_baseline"]
@@ -197,11 +198,12 @@ def test_readme_smollm2_rows_follow_the_recorded_runs():
                f"| {gapo['heldout_valid_rate']:.3f} / {base['heldout_valid_rate']:.3f} "
                f"| {start['open']['mean_unique_valid']:.1f} -> {gapo['open']['mean_unique_valid']:.1f} / {base['open']['mean_unique_valid']:.1f} "
                f"| {start['open']['mean_valid_rate']:.3f} -> {gapo['open']['mean_valid_rate']:.3f} / {base['open']['mean_valid_rate']:.3f} |")
-        assert row in README, row
+        assert row in page("smollm2.md"), row
 
 
-def test_readme_runs_table_follows_the_records():
-    """The README's table of GAPO runs: each cell is seed 0 / seed 1's held-out JSD from that run's record."""
+def test_smollm2_page_runs_table_follows_the_records():
+    """The SmolLM2 page's summary table of GAPO runs (moved from the README): each cell is seed 0 / seed 1's
+    held-out JSD from that run's record."""
     def seeds(measured) -> str:
         return per_seed(measured, "heldout_jsd")
 
@@ -217,12 +219,12 @@ def test_readme_runs_table_follows_the_records():
     }
     for label, cells in rows.items():
         row = f"| {label} | " + " | ".join(cells) + " |"
-        assert row in README, row
+        assert row in page("smollm2.md"), row
     baselines = [r["grpo_baseline"]["heldout_jsd"] for name in ("smollm2_t07.json", "smollm2_cos.json", "smollm2_p2.json", "smollm2_p2_base.json")
                  for r in recorded_json(name)]
     seed1 = sorted(f"{b:.3f}" for b in baselines[1::2])
     assert set(f"{b:.3f}" for b in baselines[::2]) == {"0.460"}
-    assert f"the baseline, where it ran, 0.460 / {seed1[0]}-{seed1[-1]})" in README
+    assert f"the baseline, where it ran, 0.460 / {seed1[0]}-{seed1[-1]})" in page("smollm2.md")
 
 
 @pytest.mark.parametrize("name, prompts_per_step, runs, open_tables", [("smollm2_c3.json", 1, ["gapo"], False),
@@ -309,15 +311,16 @@ def test_smollm2_kl_probe_as_printed():
     assert f"{with_kl['open']['mean_valid_rate']:.3f} ({without['open']['mean_valid_rate']:.3f} without it)" in page("smollm2.md")
 
 
-def test_readme_start_variation_follows_the_records():
-    """The README's two recorded warm-ups per seed (the bf16 result run's and the cosine run's starts)."""
+def test_smollm2_page_start_variation_follows_the_records():
+    """The SmolLM2 page's (formerly the README's) two recorded warm-ups per seed (the bf16 result run's and the
+    cosine run's starts)."""
     t07, cos = recorded_json("smollm2_t07.json"), recorded_json("smollm2_cos.json")
     a, b = ([f"{r['before']['heldout_jsd']:.3f}" for r in runs] for runs in (t07, cos))
-    assert f"held-out JSD {a[0]} and {b[0]}, seed 1's {a[1]} and {b[1]}." in README
+    assert f"held-out JSD {a[0]} and {b[0]}, seed 1's {a[1]} and {b[1]}." in page("smollm2.md")
     rerun, recorded = seed1_rerun()
     assert rerun["before"]["heldout_jsd"] == recorded["before"]["heldout_jsd"] and f"{rerun['before']['heldout_jsd']:.3f}" == b[1]
     assert (f"300 GAPO steps read {rerun['gapo']['heldout_jsd']:.3f} where the recorded run read {recorded['gapo']['heldout_jsd']:.3f}"
-            in " ".join(README.split()))
+            in " ".join(page("smollm2.md").split()))
 
 
 def test_smollm2_paper_reward_from_450_as_printed():
@@ -345,7 +348,8 @@ def test_smollm2_paper_reward_from_450_as_printed():
 
 def test_smollm2_paper_reward_from_600_as_printed():
     """The 600-step runs (invalid_reward = 0) continued to 750 with -1: their tables on the page, the shared
-    points up to 600, and the figures the page and the README quote."""
+    points up to 600, and the figures the page quotes (its own and, in its summary moved from the README, the
+    750-step reading)."""
     from gapo_lite.lab.smollm2_report import format_longer_table
 
     switched = recorded_json("smollm2_p2_neg600.json")
@@ -359,8 +363,8 @@ def test_smollm2_paper_reward_from_600_as_printed():
     jsd, valid = per_seed(at_750, "heldout_jsd"), per_seed(at_750, "heldout_valid_rate")
     assert f"held-out JSD {jsd} (<= 0.15; seed 0 near the\n  paper's < 0.1) with held-out valid {valid} (>= 0.95)" in page("smollm2.md")
     assert all(m["heldout_jsd"] <= 0.15 and m["heldout_valid_rate"] >= 0.95 for m in at_750)
-    readme = " ".join(README.split())
-    assert f"at 750 steps held-out JSD {jsd} with valid {valid} (printed by" in readme
+    summary = " ".join(page("smollm2.md").split())
+    assert f"at 750 steps held-out JSD {jsd} with valid {valid} (printed by" in summary
 
 
 def test_smollm2_precision_rl_seeds_as_printed():
@@ -387,7 +391,7 @@ def test_smollm2_precision_rl_seeds_as_printed():
     earlier = recorded_json("smollm2_precision_c3.json")
     runs = {(r["settings"]["precision"], r["settings"]["seed"]): r["gapo"]["heldout_jsd"] for r in earlier}
     # the 20-step pair has no record: its fp32 and bf16 seed-0 tables are the first two of its section on the page
-    section = page("smollm2.md").split("#### Earlier: 20 steps from seed 0's start")[1].split("####")[0]
+    section = page("smollm2.md").split("##### Earlier: 20 steps from seed 0's start")[1].split("#####")[0]
     fp32, bf16 = [float(line.split()[-1]) for line in section.splitlines() if line.startswith("held-out JSD ")][:2]
     diffs = mine + [runs["bf16", s] - runs["fp32", s] for s in (0, 1)] + [bf16 - fp32]
     mean, se = mean_and_se(diffs)
@@ -401,7 +405,7 @@ def test_smollm2_target_table_follows_the_records():
     """docs/smollm2.md's "Where the targets stand": each quoted figure from its record, and each verdict from the figures."""
     from gapo_lite.lab.smollm2_report import precision_pairs
 
-    section = page("smollm2.md").split("## Where the targets stand")[1].split("\n## ")[0]
+    section = page("smollm2.md").split("### Where the targets stand")[1].split("\n### ")[0]
     rows = [line for line in section.splitlines() if line.startswith("| ") and "---" not in line][1:]  # the header row dropped
     start_row, gapo_row, baseline_row, open_row, step_row, time_row = rows
     p2, base = recorded_json("smollm2_p2.json"), recorded_json("smollm2_p2_base.json")
