@@ -413,9 +413,12 @@ def quantization_columns(all_results: list[dict[str, Any]], paths: list[Path], r
 def format_quantization_table(columns: list[tuple[str, dict[str, Any], float | None]], seed: int) -> str:
     from gapo_lite.lab.smollm2 import _value
 
-    rows = [(label, [_value(m, key) for _, m, _ in columns]) for key, label in QUANTIZATION_ROWS]
-    rows.append(("held-out JSD, bootstrap standard error", [heldout_jsd_se(m, seed) if "heldout_choices" in m else None for _, m, _ in columns]))
-    rows.append(("seconds per GAPO step", [t for _, _, t in columns]))
+    def cells(values: list[Any]) -> list[float]:  # nan where a column has no such figure
+        return [math.nan if v is None else v for v in values]
+
+    rows = [(label, cells([_value(m, key) for _, m, _ in columns])) for key, label in QUANTIZATION_ROWS]
+    rows.append(("held-out JSD, bootstrap standard error", cells([heldout_jsd_se(m, seed) if "heldout_choices" in m else None for _, m, _ in columns])))
+    rows.append(("seconds per GAPO step", cells([t for _, _, t in columns])))
     return table(rows, [label for label, _, _ in columns], width=16, label_width=40)
 
 
