@@ -12,7 +12,7 @@ back to the OS. On a CUDA GPU: ``torch.cuda.max_memory_allocated`` above the all
 The estimate is the planner's ``activations + logits_and_logprobs`` for the same shapes at 32-bit
 (CPU) or 16-bit (GPU) on the transformers backend; the ratio estimate/measured is printed, not asserted.
 
-    python benchmarks/memory.py --resident SmolLM2-135M,Qwen2.5-0.5B,Qwen2.5-1.5B   # the 4-bit path's resident terms
+    python benchmarks/memory.py --resident SmolLM2-135M,Qwen2.5-0.5B,Qwen2.5-1.5B,Phi-3.5-mini --record docs/results/memory_resident.json
 
 ``--resident`` compares, for the 4-bit transformers path (bitsandbytes NF4 + peft LoRA, loaded by ``load_model``),
 the planner's resident terms with the bytes of the real tensors after one forward, backward and AdamW step:
@@ -249,7 +249,6 @@ def run_resident(names: list[str], lora_rank: int) -> list[dict]:
     from gapo_lite.models import check_model_path
 
     rows = []
-    print(f"{'model':<14} {'term':<18} {'predicted MiB':>14} {'measured MiB':>13} {'ratio':>7}")
     for name in names:
         with tempfile.TemporaryDirectory(prefix="gapo_resident_") as tmp:
             real = name == "SmolLM2-135M" and Path(smollm2_path()).is_file()
@@ -264,8 +263,15 @@ def run_resident(names: list[str], lora_rank: int) -> list[dict]:
             row = {"model": name + ("" if real or name != "SmolLM2-135M" else " (random)"), "term": term, "predicted": predicted, "measured": measured,
                    "ratio": predicted / measured}
             rows.append(row)
-            print(f"{row['model']:<14} {term:<18} {predicted / MIB:>14.2f} {measured / MIB:>13.2f} {row['ratio']:>7.3f}", flush=True)
+            print(f"{row['model']}: {term} predicted {predicted / MIB:.2f} MiB, measured {measured / MIB:.2f} MiB", flush=True)
     return rows
+
+
+def format_resident(rows: list[dict]) -> str:
+    """The markdown table docs/gpu.md shows: per model and term the planner's bytes, the real tensors' and their ratio."""
+    lines = ["| model | term | predicted MiB | measured MiB | predicted / measured |", "|---|---|---|---|---|"]
+    lines += [f"| {r['model']} | {r['term']} | {r['predicted'] / MIB:.2f} | {r['measured'] / MIB:.2f} | {r['ratio']:.4f} |" for r in rows]
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -279,14 +285,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kv-heads", type=int, default=2)
     parser.add_argument("--intermediate", type=int, default=1536)
     parser.add_argument("--vocab", type=int, default=32000)
-    parser.add_argument("--lora-rank", type=int, default=16)
+    parser.add_argument("--lora-rank", type=int, default=None, help="LoRA rank (default 16; 64, the paper's, with --resident)")
     parser.add_argument("--no-checkpointing", action="store_true")
     parser.add_argument("--resident", metavar="MODELS", help="comma-separated offline-table names: the 4-bit path's resident terms, predicted vs measured")
+    parser.add_argument("--record", type=Path, help="with --resident: write the rows here (JSON)")
     parser.add_argument("--resident-worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--model-dir", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--chunk", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.lora_rank is None and not args.resident:
+        args.lora_rank = 16
     if args.worker:
         print(json.dumps(worker(args)))
         return 0
@@ -294,7 +303,10 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(resident_worker(args)))
         return 0
     if args.resident:
-        run_resident([n.strip() for n in args.resident.split(",") if n.strip()], args.lora_rank if args.lora_rank != 16 else 64)
+        rows = run_resident([n.strip() for n in args.resident.split(",") if n.strip()], args.lora_rank or 64)  # the paper's rank
+        print(format_resident(rows))
+        if args.record:
+            args.record.write_text(json.dumps(rows, indent=1) + "\n")
         return 0
 
     import torch

@@ -332,7 +332,7 @@ def _quantized_folder(tmp_path, load_in_4bit, jsd, step_times, start_jsd=0.3, **
     run_dir = tmp_path / ("q4" if load_in_4bit else "q32") / "gapo_lists"
     run_dir.mkdir(parents=True)
     (run_dir / "metrics.jsonl").write_text("".join(json.dumps({"step": i + 1, "step_time": t}) + "\n" for i, t in enumerate(step_times)))
-    results = {"settings": {"seed": 0, "rl_steps": 100, "load_in_4bit": load_in_4bit, "threads": 1, **settings},
+    results = {"settings": {"seed": 0, "rl_steps": 100, "load_in_4bit": load_in_4bit, "threads": 1, "runs": ["gapo_lists"], **settings},
                "before": {"heldout_jsd": start_jsd, "heldout_valid_rate": 0.9}, "gapo_lists": {"heldout_jsd": jsd, "heldout_valid_rate": 0.95}}
     if load_in_4bit:
         results["before_nf4"] = {"heldout_jsd": start_jsd + 0.01, "heldout_valid_rate": 0.88}
@@ -340,21 +340,23 @@ def _quantized_folder(tmp_path, load_in_4bit, jsd, step_times, start_jsd=0.3, **
 
 
 def test_quantization_report_sets_the_nf4_run_beside_the_32bit_one_and_refuses_other_pairs(tmp_path):
-    from gapo_lite.lab.smollm2_report import format_quantization_table, quantization_columns
+    from gapo_lite.lab.smollm2_report import format_quantization_table, quantization_columns, step_seconds
 
     full, full_dir = _quantized_folder(tmp_path, False, 0.25, [4.0, 6.0])
     nf4, nf4_dir = _quantized_folder(tmp_path, True, 0.27, [9.0, 11.0])
-    columns = quantization_columns([nf4, full], [nf4_dir, full_dir])  # either order
+    for results, folder in ((full, full_dir), (nf4, nf4_dir)):  # what report_quantization reads from each run's log
+        results["seconds_per_step"] = {"gapo_lists": step_seconds(folder / "gapo_lists")}
+    columns = quantization_columns([nf4, full])  # either order
     assert [label for label, _, _ in columns] == ["start, 32-bit", "start, NF4", "GAPO, 32-bit", "GAPO, NF4"]
     assert [m["heldout_jsd"] for _, m, _ in columns] == [0.3, 0.31, 0.25, 0.27]
     assert [t for _, _, t in columns] == [None, None, 5.0, 10.0]  # the mean of each run's logged step_time
     text = format_quantization_table(columns, seed=0)
     assert "seconds per GAPO step" in text and "10.000" in text
     with pytest.raises(ValueError, match="one run with --set load_in_4bit=true and one without"):
-        quantization_columns([full, full], [full_dir, full_dir])
+        quantization_columns([full, full])
     other, other_dir = _quantized_folder(tmp_path / "b", True, 0.27, [9.0], learning_rate=1e-4)
     with pytest.raises(ValueError, match="differ in more than load_in_4bit: learning_rate"):
-        quantization_columns([full, other], [full_dir, other_dir])
+        quantization_columns([full, other])
     moved, moved_dir = _quantized_folder(tmp_path / "c", True, 0.27, [9.0], start_jsd=0.4)
     with pytest.raises(ValueError, match="do not share one start"):
-        quantization_columns([full, moved], [full_dir, moved_dir])
+        quantization_columns([full, moved])

@@ -391,13 +391,14 @@ def step_seconds(run_dir: Path) -> float | None:
     return sum(times) / len(times) if times else None
 
 
-def quantization_columns(all_results: list[dict[str, Any]], paths: list[Path], run: str = "gapo_lists") -> list[tuple[str, dict[str, Any], float | None]]:
+def quantization_columns(all_results: list[dict[str, Any]], run: str = "gapo_lists") -> list[tuple[str, dict[str, Any], float | None]]:
     """(label, measurement, seconds per step) of the start, the start in NF4 and each folder's ``run``, from one
-    32-bit and one NF4 folder of the same start and settings (``--set load_in_4bit=true`` the only difference)."""
-    by_bits = {bool(r["settings"].get("load_in_4bit")): (r, p) for r, p in zip(all_results, paths)}
+    32-bit and one NF4 folder of the same start and settings (``--set load_in_4bit=true`` the only difference);
+    the seconds are each results' ``seconds_per_step`` (:func:`report_quantization` reads them from the runs' logs)."""
+    by_bits = {bool(r["settings"].get("load_in_4bit")): r for r in all_results}
     if set(by_bits) != {False, True} or len(all_results) != 2:
         raise ValueError("--quantization takes two folders of one start: one run with --set load_in_4bit=true and one without")
-    (full, full_path), (nf4, nf4_path) = by_bits[False], by_bits[True]
+    full, nf4 = by_bits[False], by_bits[True]
     if full["before"]["heldout_jsd"] != nf4["before"]["heldout_jsd"]:
         raise ValueError("the two folders do not share one start (their measured starts differ)")
     differ = sorted(k for k in set(full["settings"]) | set(nf4["settings"]) if k not in ("load_in_4bit", "threads") and full["settings"].get(k) != nf4["settings"].get(k))
@@ -406,8 +407,9 @@ def quantization_columns(all_results: list[dict[str, Any]], paths: list[Path], r
     for r in (full, nf4):
         if run not in r:
             raise ValueError(f"{run} has not finished in both folders")
+    seconds = lambda r: r.get("seconds_per_step", {}).get(run)
     return [("start, 32-bit", full["before"], None), ("start, NF4", nf4["before_nf4"], None),
-            ("GAPO, 32-bit", full[run], step_seconds(Path(full_path) / run)), ("GAPO, NF4", nf4[run], step_seconds(Path(nf4_path) / run))]
+            ("GAPO, 32-bit", full[run], seconds(full)), ("GAPO, NF4", nf4[run], seconds(nf4))]
 
 
 def format_quantization_table(columns: list[tuple[str, dict[str, Any], float | None]], seed: int) -> str:
@@ -424,7 +426,10 @@ def format_quantization_table(columns: list[tuple[str, dict[str, Any], float | N
 
 def report_quantization(all_results: list[dict[str, Any]], paths: list[Path]) -> list[dict[str, Any]]:
     """``--quantization``: the same GAPO run on the 32-bit and the NF4 model, side by side; returns the record."""
-    columns = quantization_columns(all_results, paths)
+    for results, path in zip(all_results, paths):
+        folder = Path(path) if Path(path).is_dir() else Path(path).parent
+        results["seconds_per_step"] = {run: step_seconds(folder / run) for run in results["settings"]["runs"]}
+    columns = quantization_columns(all_results)
     seed = all_results[0]["settings"]["seed"]
     print(f"== seed {seed}: {all_results[0]['settings']['rl_steps']} GAPO steps (lists only) on the 32-bit model and on its NF4 quantization\n"
           f"{format_quantization_table(columns, seed)}")
