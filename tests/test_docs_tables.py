@@ -469,3 +469,27 @@ def test_smollm2_seed1_rerun_as_printed():
             f"{b['open']['mean_unique_valid']} at {b['open']['mean_valid_rate']:.3f}") in text
     seconds, steps = rerun["stage_seconds"], rerun["settings"]["rl_steps"]
     assert f"warm-up {seconds['pretrain']:.0f} s and GAPO {seconds['gapo']:.0f} s of training ({seconds['gapo'] / steps:.1f} s a step" in text
+
+
+def between(text: str, name: str) -> str:
+    """The part of ``text`` between ``<!-- name:begin -->`` and ``<!-- name:end -->``."""
+    return text.split(f"<!-- {name}:begin -->", 1)[1].split(f"<!-- {name}:end -->", 1)[0].strip("\n")
+
+
+def test_gpu_page_resident_terms_are_the_recorded_benchmark():
+    """docs/gpu.md's planner-against-real-bytes table is what benchmarks/memory.py --resident printed, every term within 5%."""
+    import runpy
+
+    rows = recorded_json("memory_resident.json")
+    bench = runpy.run_path(str(ROOT / "benchmarks" / "memory.py"), run_name="memory_bench")
+    assert between(page("gpu.md"), "resident") == bench["format_resident"](rows)
+    assert {r["model"] for r in rows} >= {"SmolLM2-135M"} and len({r["model"] for r in rows}) >= 3
+    assert all(abs(r["ratio"] - 1) < 0.05 for r in rows)
+
+
+def test_gpu_page_nf4_run_is_what_the_quantization_report_prints():
+    from gapo_lite.lab.smollm2_report import format_quantization_table, quantization_columns
+
+    record = recorded_json("smollm2_nf4.json")
+    table = format_quantization_table(quantization_columns(record), record[0]["settings"]["seed"])
+    assert table in between(page("gpu.md"), "nf4-run")
