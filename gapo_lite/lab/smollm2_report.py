@@ -278,9 +278,11 @@ def format_noise(labelled: Sequence[tuple[str, dict[str, Any]]], seed: int, num_
     return f"held-out JSD, bootstrap standard error ({RESAMPLES} resamples of each list's samples): {noise}"
 
 
-def slim_measured(measured: dict[str, Any]) -> dict[str, Any]:
-    """What the docs keep of one model's measurement: everything but the held-out samples (choices, replies, end flags)."""
-    return {k: v for k, v in measured.items() if k not in ("heldout_choices", "heldout_completions", "heldout_ended")}
+def slim_measured(measured: dict[str, Any], keep_choices: bool = False) -> dict[str, Any]:
+    """What the docs keep of one model's measurement: everything but the held-out samples (choices, replies, end flags;
+    with ``keep_choices`` the parsed choices stay, for the bootstrap standard error a table prints)."""
+    dropped = ("heldout_completions", "heldout_ended") if keep_choices else ("heldout_choices", "heldout_completions", "heldout_ended")
+    return {k: v for k, v in measured.items() if k not in dropped}
 
 
 def damage_lines(results: dict[str, Any]) -> list[str]:
@@ -318,9 +320,9 @@ def format_result_markdown(all_results: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def slim(results: dict[str, Any]) -> dict[str, Any]:
+def slim(results: dict[str, Any], keep_choices: bool = False) -> dict[str, Any]:
     """What the docs keep of one seed's results: each model's :func:`slim_measured`."""
-    return {k: slim_measured(v) if k in models(results) else v for k, v in results.items()}
+    return {k: slim_measured(v, keep_choices) if k in models(results) else v for k, v in results.items()}
 
 
 PRECISIONS = ("fp32", "bf16")
@@ -379,7 +381,7 @@ def report_precision(all_results: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 QUANTIZATION_ROWS = (("heldout_jsd", "held-out JSD"), ("heldout_valid_rate", "held-out valid"), ("open.mean_unique_valid", "open valid Unique@100"),
                      ("open.mean_valid_rate", "open valid rate"), ("open.mean_end_rate", "open end-of-turn rate"), ("heldout_end_rate", "lists end-of-turn rate"),
-                     ("guard.accuracy", "guard accuracy"))
+                     ("guard.accuracy", "guard accuracy"), ("trained_pressure", "mode pressure, trained reward"))
 
 
 def step_seconds(run_dir: Path) -> float | None:
@@ -438,7 +440,7 @@ def report_quantization(all_results: list[dict[str, Any]], paths: list[Path]) ->
         print(f"NF4 / 32-bit time per step: {times[1] / times[0]:.2f}x")
     for results in all_results:
         print("\n".join(damage_lines(results)))
-    return [slim(r) for r in all_results]
+    return [slim(r, keep_choices=True) for r in all_results]
 
 
 def report_longer(all_results: list[dict[str, Any]], plots: Path | None, name: str, run: str = "gapo") -> list[dict[str, Any]]:
