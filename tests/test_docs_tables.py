@@ -493,3 +493,20 @@ def test_gpu_page_nf4_run_is_what_the_quantization_report_prints():
     record = recorded_json("smollm2_nf4.json")
     table = format_quantization_table(quantization_columns(record), record[0]["settings"]["seed"])
     assert table in between(page("gpu.md"), "nf4-run")
+
+
+def test_smollm2_lead_result_is_what_the_report_prints():
+    """docs/smollm2.md's lead section and the README's SmolLM2 part: the result table, the targets and the damage
+    checks as `python -m gapo_lite.lab.smollm2_report` prints them from docs/results/smollm2_clean.json."""
+    from gapo_lite.lab.smollm2_report import damage_lines, format_result_markdown, format_targets_markdown
+
+    record = recorded_json("smollm2_clean.json")
+    assert sorted(r["settings"]["seed"] for r in record) == [0, 1]
+    assert all(r["settings"]["clean_answers"] and r["settings"]["open_share"] == 0.5 for r in record)
+    lead, readme = between(page("smollm2.md"), "lead"), between(README, "smollm2")
+    table = format_result_markdown(record)
+    assert table in lead and table in readme
+    assert format_targets_markdown(record) in lead
+    for results in record:
+        for line in damage_lines(results):
+            assert line in lead, line

@@ -297,7 +297,8 @@ def damage_lines(results: dict[str, Any]) -> list[str]:
         reference = results["before_nf4"] if "before_nf4" in results and name != "before_nf4" else results["before"]
         findings = damage(suites_of(reference), suites_of(results[name]))
         if findings:
-            lines += warning_lines(findings, label=LABELS[name]) or [f"{LABELS[name]}: no damage check worse than the start beyond the noise"]
+            label = f"seed {results['settings']['seed']}, {run_label(results, name)}"
+            lines += warning_lines(findings, label=label) or [f"{label}: no damage check worse than the start beyond the noise"]
     return lines
 
 
@@ -316,7 +317,61 @@ def format_result_markdown(all_results: list[dict[str, Any]]) -> str:
         for name in models(results):
             values = [_value(results[name], key) for key, _ in RESULT_ROWS]
             cells = " | ".join("n/a" if v is None else f"{v:.1f}" if key == "open.mean_unique_valid" else f"{v:.3f}" for (key, _), v in zip(RESULT_ROWS, values))
-            lines.append(f"| {results['settings']['seed']} | {LABELS[name]} | {cells} |")
+            lines.append(f"| {results['settings']['seed']} | {run_label(results, name)} | {cells} |")
+    return "\n".join(lines)
+
+
+def run_label(results: dict[str, Any], name: str) -> str:
+    """A model's column name; the GAPO run says it mixed open prompts in when its settings did (``open_share``)."""
+    share = results.get("settings", {}).get("open_share") or 0
+    return f"GAPO, lists + {share:g} open" if name == "gapo" and share > 0 else LABELS[name]
+
+
+# Issue 34's targets for a GAPO run from its start: the held-out lists spread and stay valid, the open suite gains
+# distinct valid answers without losing its valid rate or its end of turn; the baseline stays collapsed.
+HELDOUT_JSD_TARGET, HELDOUT_VALID_TARGET = 0.15, 0.95
+OPEN_GAIN_TARGET, OPEN_VALID_MARGIN, OPEN_END_MARGIN = 1.5, 0.05, 0.02
+BASELINE_JSD_FLOOR = 0.3
+
+
+def target_rows(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
+    """(target, what this seed's runs read, met?) for each of issue 34's targets that its runs measured."""
+    from gapo_lite.lab.smollm2 import _value
+
+    start, rows = results["before"], []
+    for name in ("gapo_lists", "gapo"):
+        if name not in results:
+            continue
+        m = results[name]
+        rows.append((f"{run_label(results, name)}: held-out JSD <= {HELDOUT_JSD_TARGET} with valid >= {HELDOUT_VALID_TARGET}",
+                     f"{m['heldout_jsd']:.3f}, valid {m['heldout_valid_rate']:.3f}",
+                     m["heldout_jsd"] <= HELDOUT_JSD_TARGET and m["heldout_valid_rate"] >= HELDOUT_VALID_TARGET))
+        gain = _value(m, "open.mean_unique_valid") / _value(start, "open.mean_unique_valid")
+        valid = _value(m, "open.mean_valid_rate") - _value(start, "open.mean_valid_rate")
+        end = _value(m, "open.mean_end_rate") - _value(start, "open.mean_end_rate")
+        rows.append((f"{run_label(results, name)}: open valid Unique@100 >= {OPEN_GAIN_TARGET}x the start's, valid rate and end of turn within "
+                     f"{OPEN_VALID_MARGIN} / {OPEN_END_MARGIN}",
+                     f"{gain:.2f}x, valid rate {valid:+.3f}, end of turn {end:+.3f}",
+                     gain >= OPEN_GAIN_TARGET and valid >= -OPEN_VALID_MARGIN and end >= -OPEN_END_MARGIN))
+    if "grpo_baseline" in results:
+        m = results["grpo_baseline"]
+        unique, unique0 = _value(m, "open.mean_unique_valid"), _value(start, "open.mean_unique_valid")
+        rows.append((f"{LABELS['grpo_baseline']}: held-out JSD >= {BASELINE_JSD_FLOOR}, open valid Unique@100 no higher than the start's",
+                     f"{m['heldout_jsd']:.3f}, open {unique:.1f} against {unique0:.1f}", m["heldout_jsd"] >= BASELINE_JSD_FLOOR and unique <= unique0))
+    return rows
+
+
+def format_targets_markdown(all_results: list[dict[str, Any]]) -> str:
+    """The write-up's target table: per target each seed's reading and whether it is met."""
+    per_seed = [(r["settings"]["seed"], target_rows(r)) for r in all_results]
+    targets = [t for t, _, _ in per_seed[0][1]]
+    header = "| target | " + " | ".join(f"seed {seed}" for seed, _ in per_seed) + " | met? |"
+    lines = [header, "|" + "---|" * (len(per_seed) + 2)]
+    for i, target in enumerate(targets):
+        cells = [rows[i][1] for _, rows in per_seed]
+        met = [rows[i][2] for _, rows in per_seed]
+        verdict = "yes" if all(met) else "no" if not any(met) else ", ".join(f"seed {seed} {'yes' if rows[i][2] else 'no'}" for seed, rows in per_seed)
+        lines.append(f"| {target} | " + " | ".join(cells) + f" | {verdict} |")
     return "\n".join(lines)
 
 
@@ -466,6 +521,8 @@ def report_seeds(paths: list[Path], all_results: list[dict[str, Any]], plots: Pa
             scores = open_scores(results)
             print(f"{format_open_table(results, scores)}\n\n{format_top_answers(results, scores)}\n")
     print(f"result table\n{format_result_markdown(all_results)}\n")
+    if all("open" in r["before"] for r in all_results):
+        print(f"targets\n{format_targets_markdown(all_results)}\n")
     if plots:
         plots.mkdir(parents=True, exist_ok=True)
         print("wrote", plot_positions(all_results, plots / f"{name}_positions.png"), "and",
