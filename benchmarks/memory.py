@@ -12,7 +12,7 @@ back to the OS. On a CUDA GPU: ``torch.cuda.max_memory_allocated`` above the all
 The estimate is the planner's ``activations + logits_and_logprobs`` for the same shapes at 32-bit
 (CPU) or 16-bit (GPU) on the transformers backend; the ratio estimate/measured is printed, not asserted.
 
-    python benchmarks/memory.py --resident SmolLM2-135M,Qwen2.5-0.5B,Qwen2.5-1.5B,Phi-3.5-mini --record docs/results/memory_resident.json
+    python benchmarks/memory.py --resident SmolLM2-135M,Qwen2.5-0.5B,Qwen2.5-1.5B --record docs/results/memory_resident.json
 
 ``--resident`` compares, for the 4-bit transformers path (bitsandbytes NF4 + peft LoRA, loaded by ``load_model``),
 the planner's resident terms with the bytes of the real tensors after one forward, backward and AdamW step:
