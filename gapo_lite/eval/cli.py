@@ -65,10 +65,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--list-size", type=_positive, default=8)
     parser.add_argument("--num-orders", type=_positive, default=4, help="shuffled orders per list (position bias)")
     parser.add_argument("--backend", choices=("auto", "unsloth", "transformers"), default="transformers")
-    parser.add_argument("--load-in-4bit", action="store_true", help="load the model in 4-bit (CUDA only)")
+    parser.add_argument("--load-in-4bit", action="store_true", help="load the base model in NF4 (bitsandbytes, on a GPU or the CPU); refused in one line where it cannot run")
     parser.add_argument("--no-progress", action="store_true", help="hide the sampling progress bars")
     parser.add_argument("--precision", choices=REQUESTED_PRECISIONS, default="auto",
-                        help="sampling on a CPU: auto = fp32; bf16 = autocast, only where the CPU has native bf16 (AVX512-BF16 / AMX)")
+                        help="sampling on a CPU: auto = measured (bf16 autocast where a timed step says it is faster), bf16 = autocast (native bf16 only), fp32")
 
 
 def run(args: argparse.Namespace) -> int:
