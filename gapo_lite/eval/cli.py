@@ -65,7 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--list-size", type=_positive, default=8)
     parser.add_argument("--num-orders", type=_positive, default=4, help="shuffled orders per list (position bias)")
     parser.add_argument("--backend", choices=("auto", "unsloth", "transformers"), default="transformers")
-    parser.add_argument("--load-in-4bit", action="store_true", help="load the base model in NF4 (bitsandbytes, on a GPU or the CPU); refused in one line where it cannot run")
+    parser.add_argument("--load-in-4bit", action="store_true", help="load the base model in NF4 (bitsandbytes, GPU or CPU); refused in one line where it cannot run")
     parser.add_argument("--no-progress", action="store_true", help="hide the sampling progress bars")
     parser.add_argument("--precision", choices=REQUESTED_PRECISIONS, default="auto",
                         help="sampling on a CPU: auto = measured (bf16 autocast where a timed step says it is faster), bf16 = autocast (native bf16 only), fp32")
