@@ -49,7 +49,7 @@ PRECISION_ENV = "GAPO_LITE_CPU_PRECISION"
 REQUESTED_PRECISIONS = ("auto", "bf16", "fp32")  # what a user may ask for, on a GPU or a CPU
 # "auto" takes bf16 autocast where the probe step runs in under this share of its fp32 time. The probe is a LoRA
 # layer's forward and backward; a real GAPO step also samples and scores, at about the same speed in either, so it
-# gains less (Zen 4: probe 0.5-0.7, SmolLM2 step 0.91 in benchmarks/smollm2_step.py).
+# gains less (a Zen 4: probe 0.63-0.77 in benchmarks/cpu_precision.py, SmolLM2 step 0.91 in benchmarks/smollm2_step.py).
 BF16_PROBE_RATIO = 0.8
 
 
