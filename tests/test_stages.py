@@ -62,7 +62,7 @@ def fakes(monkeypatch, tmp_path):
 
     monkeypatch.setattr(gapo_lite.models, "load_model", lambda path, lora=None: (FakeModel(), FakeTokenizer()))
     monkeypatch.setattr(gapo_lite.training, "train", train)
-    monkeypatch.setattr(runner, "load_trained", lambda adapter, start: (Path(adapter).name, None))
+    monkeypatch.setattr(runner, "load_trained", lambda adapter, start, load_in_4bit=False: (Path(adapter).name, None))
     return trained, failing
 
 

@@ -174,7 +174,7 @@ def _run_stages(e: Experiment, out: Path, command: str | None) -> dict[str, Any]
             config = dataclasses.replace(e.rl_config(start, out / run.name, run), resume=True)  # from its last complete checkpoint, if any
             result = train(config, **extras)
             seconds = time.perf_counter() - t
-            trained, trained_tok = load_trained(result.adapter_dir, start, load_in_4bit=config.load_in_4bit is True)
+            trained, trained_tok = load_trained(result.adapter_dir, start, load_in_4bit=getattr(config, "load_in_4bit", None) is True)
             done = {"measured": e.measure(trained, trained_tok), "seconds": seconds, "wall": time.perf_counter() - t, **store.how}
             store.put(run.name, done)
         results[run.name] = done["measured"]
