@@ -75,6 +75,14 @@ def cpu_identity() -> str:
     return f"{name}; torch {torch.__version__}; {torch.get_num_threads()} thread(s)"
 
 
+def cached_bf16_ratios() -> dict[str, float]:
+    """The measured ratios in ``<cache>/cpu_precision.json``, by :func:`cpu_identity` (empty when there is none)."""
+    try:
+        return json.loads((cache_dir() / "cpu_precision.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
 def measured_bf16_ratio() -> float:
     """:func:`gapo_lite.probes.bf16_step_ratio` on this CPU, measured once and kept in ``<cache>/cpu_precision.json``
     under :func:`cpu_identity` (delete the file to measure again)."""
@@ -82,10 +90,7 @@ def measured_bf16_ratio() -> float:
 
     path = cache_dir() / "cpu_precision.json"
     key = cpu_identity()
-    try:
-        known = json.loads(path.read_text())
-    except (OSError, ValueError):
-        known = {}
+    known = cached_bf16_ratios()
     if key not in known:
         known[key] = round(bf16_step_ratio(), 3)
         with contextlib.suppress(OSError):
@@ -123,11 +128,8 @@ def cpu_precision_note(requested: str = "auto") -> str:
     """Why the CPU runs as it does, for the plan line: the measured ratio when ``requested`` "auto" measured one."""
     if requested != "auto" or os.environ.get(PRECISION_ENV, "auto").lower() != "auto" or not cpu_bf16_native():
         return ""
-    path = cache_dir() / "cpu_precision.json"
-    with contextlib.suppress(OSError, ValueError, KeyError):
-        ratio = json.loads(path.read_text())[cpu_identity()]
-        return f" (bf16 autocast measured {ratio:.2f}x fp32's time here, threshold {BF16_PROBE_RATIO})"
-    return ""
+    ratio = cached_bf16_ratios().get(cpu_identity())
+    return "" if ratio is None else f" (bf16 autocast measured {ratio:.2f}x fp32's time here, threshold {BF16_PROBE_RATIO})"
 
 
 def choose_backend(requested: str, cuda: bool, has_unsloth: bool) -> tuple[str, str]:

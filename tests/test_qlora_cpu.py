@@ -10,6 +10,7 @@ import json
 import pytest
 import torch
 
+from gapo_lite._bootstrap import cpu_bf16_native
 from gapo_lite.errors import UserError
 from gapo_lite.runplan import choose_4bit, resolve_run_plan
 
@@ -51,16 +52,10 @@ def test_this_cpu_runs_explicit_4bit_and_the_plan_line_says_so():
     plan = resolve_run_plan(backend="transformers", load_in_4bit=True, cuda=None)
     assert plan.load_in_4bit and not plan.cuda and plan.quantization == "4bit"
     assert "weights nf4 (bitsandbytes, double quant), compute fp32" in plan.describe()
-    if _native_bf16():
+    if cpu_bf16_native():
         assert "compute bf16" in resolve_run_plan(backend="transformers", load_in_4bit=True, precision="bf16").describe()
     default = resolve_run_plan(backend="transformers")
     assert not default.load_in_4bit and "weights 32bit" in default.describe()
-
-
-def _native_bf16() -> bool:
-    from gapo_lite._bootstrap import cpu_bf16_native
-
-    return cpu_bf16_native()
 
 
 def test_an_explicit_4bit_request_that_cannot_run_is_one_line_before_anything_loads(tmp_path, monkeypatch, capsys):

@@ -46,8 +46,9 @@ def load_results(path: Path) -> dict[str, Any]:
     if start is None or settings is None:
         raise FileNotFoundError(f"{path} holds neither results.json nor a measured start (stages/start.json)")
     results: dict[str, Any] = {"before": start["before"], "settings": settings, "stage_seconds": {"pretrain": start["seconds"]}, "complete": False}
-    if read("start_nf4") is not None:
-        results["before_nf4"] = read("start_nf4")["measured"]
+    quantized = read("start_nf4")
+    if quantized is not None:
+        results["before_nf4"] = quantized["measured"]
     for name in settings["runs"]:
         done = read(name)
         if done is not None:
@@ -434,9 +435,7 @@ def report_precision(all_results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [slim(r) for r in all_results]
 
 
-QUANTIZATION_ROWS = (("heldout_jsd", "held-out JSD"), ("heldout_valid_rate", "held-out valid"), ("open.mean_unique_valid", "open valid Unique@100"),
-                     ("open.mean_valid_rate", "open valid rate"), ("open.mean_end_rate", "open end-of-turn rate"), ("heldout_end_rate", "lists end-of-turn rate"),
-                     ("guard.accuracy", "guard accuracy"), ("trained_pressure", "mode pressure, trained reward"))
+QUANTIZATION_ROWS = RESULT_ROWS + (("trained_pressure", "mode pressure, trained reward"),)
 
 
 def step_seconds(run_dir: Path) -> float | None:
@@ -541,8 +540,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quantization", action="store_true", help="two folders of one start, one with --set load_in_4bit=true: 32-bit against NF4")
     parser.add_argument("--precision", action="store_true", help="the folders are one start's fp32 / bf16 runs with several RL seeds (scripts/smollm2_precision.sh)")
     args = parser.parse_args(argv)
-    if args.longer and args.precision:
-        parser.error("--longer and --precision read different folders; give one")
+    if args.longer + args.precision + args.quantization > 1:
+        parser.error("--longer, --precision and --quantization read different folders; give one")
     try:  # a folder that is missing or does not fit the mode is one line, before anything is written
         all_results = [load_results(p) for p in args.results]
         if args.quantization:
