@@ -85,7 +85,7 @@ def build(wordnet: Path) -> dict:
         categories[category] = sorted(lemmas)
     # WordNet's license asks that its notice appear on every copy: the file carries it verbatim.
     license_text = (wordnet / "LICENSE").read_text(encoding="latin-1")
-    return {"source": SOURCE, "license": license_text, "roots": {c: [f"{l}.n.{s:02d}" for l, s in r] for c, r in ROOTS.items()}, "categories": categories}
+    return {"source": SOURCE, "license": license_text, "roots": {c: [f"{lemma}.n.{sense:02d}" for lemma, sense in r] for c, r in ROOTS.items()}, "categories": categories}
 
 
 def main() -> None:

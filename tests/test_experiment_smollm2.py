@@ -360,3 +360,58 @@ def test_quantization_report_sets_the_nf4_run_beside_the_32bit_one_and_refuses_o
     moved, moved_dir = _quantized_folder(tmp_path / "c", True, 0.27, [9.0], start_jsd=0.4)
     with pytest.raises(ValueError, match="do not share one start"):
         quantization_columns([full, moved])
+
+
+def _seed_folder(root, name, seed, runs, open_share=0.0, open_vocabulary="word_lists", rl_steps=150, start_jsd=0.3):
+    """An experiment folder of finished stages whose open suite recorded replies: the start answers "Lion" or
+    "Snake" to "Name an animal.", the runs "Snake", "Shark" and "Lion"."""
+    import json
+
+    from gapo_lite.eval import open_ended
+    from gapo_lite.lab.smollm2 import open_record
+
+    def measured(jsd, animals):
+        replies = [animals if p == "animal" else ["Paris"] for p in open_ended.PROMPTS]
+        ended = [[True] * len(r) for r in replies]
+        scored = open_ended.score_open(dict(zip(open_ended.PROMPTS, replies)), open_ended.PROMPTS, validator="open", ended=dict(zip(open_ended.PROMPTS, ended)))
+        return {"heldout_jsd": jsd, "heldout_valid_rate": 0.96, "heldout_position_tv": 0.1, "dominant_share": 0.5, "pressure": 0.1, "threshold": 0.8,
+                "open": open_record(scored, replies, ended, "open")}
+
+    folder = root / name
+    (folder / "stages").mkdir(parents=True)
+    (folder / "stages" / "start.json").write_text(json.dumps({"before": measured(start_jsd, ["Lion", "Snake"]), "seconds": 1.0}))
+    settings = {"seed": seed, "runs": runs, "rl_steps": rl_steps, "open_share": open_share, "open_vocabulary": open_vocabulary}
+    (folder / "stages" / "settings.json").write_text(json.dumps(settings))
+    for run in runs:
+        (folder / "stages" / f"{run}.json").write_text(json.dumps({"measured": measured(0.2, ["Snake", "Shark", "Lion"]), "seconds": 1.0}))
+    return folder
+
+
+def test_report_adds_runs_of_other_folders_and_counts_every_column_by_one_rule(tmp_path, capsys):
+    """smollm2_report --add: another folder's runs from the same start become further columns, every label naming
+    its steps; --open-validator wordnet scores every column's recorded open replies again ("Snake" is an animal)."""
+    import json
+
+    from gapo_lite.lab.smollm2_report import format_result_markdown, main, models, run_label
+
+    for seed in (0, 1):
+        _seed_folder(tmp_path, f"base_s{seed}", seed, ["gapo_lists"])
+        _seed_folder(tmp_path, f"longer_s{seed}", seed, ["gapo_lists"], rl_steps=300)
+        _seed_folder(tmp_path, f"mixed_s{seed}", seed, ["gapo"], open_share=0.5, open_vocabulary="wordnet")
+    record = tmp_path / "record.json"
+    added = [a for s in (0, 1) for a in ("--add", str(tmp_path / f"longer_s{s}"), "--add", str(tmp_path / f"mixed_s{s}"))]
+    main([str(tmp_path / "base_s0"), str(tmp_path / "base_s1"), *added, "--open-validator", "wordnet", "--record", str(record)])
+    recorded = json.loads(record.read_text())
+    labels = [run_label(recorded[0], n) for n in models(recorded[0])]
+    assert labels == ["start", "GAPO, lists only, 150 steps", "GAPO, lists only, 300 steps", "GAPO, lists + 0.5 open, WordNet, 150 steps"]
+    animal = lambda name: recorded[0][name]["open"]["prompts"]["animal"]["unique_valid"]
+    assert animal("before") == 2 and animal("gapo@mixed_s0") == 3  # by the open rule "Snake" and "Shark" were no animals: 1 and 1
+    assert recorded[0]["open_validator"] == "wordnet" and "gapo_lists@longer_s0" in recorded[0]
+    assert format_result_markdown(recorded) in capsys.readouterr().out  # the record prints the table the run printed
+    with pytest.raises(SystemExit) as stop:  # seeds whose columns differ cannot share one targets table
+        main([str(tmp_path / "base_s0"), str(tmp_path / "base_s1"), "--add", str(tmp_path / "longer_s0")])
+    assert stop.value.code == 2 and "the seeds' columns differ" in capsys.readouterr().err
+    _seed_folder(tmp_path, "other_start", 0, ["gapo"], start_jsd=0.4)
+    with pytest.raises(SystemExit):
+        main([str(tmp_path / "base_s0"), "--add", str(tmp_path / "other_start")])
+    assert "does not start from the start of seed 0" in capsys.readouterr().err

@@ -154,21 +154,11 @@ def measure(model: Any, tokenizer: Any, s: SmolSettings) -> dict[str, Any]:
         "invalid_examples": invalid[:: max(1, len(invalid) // 12)][:12],
     }
     if s.open_samples > 0:
-        from gapo_lite.eval.open_ended import PROMPTS, run_open, score_open
+        from gapo_lite.eval.open_ended import run_open
 
         open_settings = SampleSettings(n=s.open_samples, temperature=s.eval_temperature, max_new_tokens=s.open_tokens, batch_size=64, seed=s.seed, precision=s.precision)
         o = run_open(model, tokenizer, open_settings, validator=s.open_validator, clean=s.clean_answers)
-        old = score_open(dict(zip(PROMPTS, o["completions"])), PROMPTS, validator="word_lists", clean=False)
-        keys = ("mean_unique_valid", "mean_valid_rate", "mean_unique", "mean_end_rate", "mean_words", "sd_words", "replies", "mean_lenient_unique_valid",
-                "mean_lenient_valid_rate")
-        measured["open"] = {
-            **{k: o[k] for k in keys}, "validator": s.open_validator, "clean": s.clean_answers,
-            "old_rule": {"mean_unique_valid": old["mean_unique_valid"], "mean_valid_rate": old["mean_valid_rate"]},
-            "prompts": {k: {key: v[key] for key in ("unique", "unique_valid", "valid_rate", "end_rate", "mean_words", "validator", "top_valid")}
-                        for k, v in o["prompts"].items()},
-            "completions": o["completions"],  # kept whole, with their end flags, so the answers can be scored again without resampling
-            "ended": o["ended"],
-        }
+        measured["open"] = open_record(o, o["completions"], o["ended"], s.open_validator)
     if s.guard:
         from gapo_lite.eval.guard import run_guard
 
@@ -217,6 +207,25 @@ EXTRA_ROWS = (("heldout_end_rate", "held-out: replies that end their turn"), ("h
               ("open.mean_end_rate", "open: replies that end their turn"), ("open.mean_words", "open: mean reply length (words)"),
               ("open.old_rule.mean_unique_valid", "open: valid Unique@N, old rule"), ("open.old_rule.mean_valid_rate", "open: valid rate, old rule"),
               ("open.mean_unique", "open: distinct replies per prompt"), ("guard.accuracy", "guard: accuracy (90 instructions)"))
+
+
+def open_record(scored: dict[str, Any], completions: list[list[str]], ended: list[list[bool]], validator: str) -> dict[str, Any]:
+    """What a stage keeps of the open suite: ``scored`` (:func:`~gapo_lite.eval.open_ended.score_open` of the
+    replies by ``validator``), the figures by the rule of the records made before (first answer found, the kit's
+    word lists), and the replies with their end flags, so that they can be scored again without resampling."""
+    from gapo_lite.eval.open_ended import PROMPTS, score_open
+
+    old = score_open(dict(zip(PROMPTS, completions)), PROMPTS, validator="word_lists", clean=False)
+    keys = ("mean_unique_valid", "mean_valid_rate", "mean_unique", "mean_end_rate", "mean_words", "sd_words", "replies", "mean_lenient_unique_valid",
+            "mean_lenient_valid_rate")
+    return {
+        **{k: scored[k] for k in keys}, "validator": validator, "clean": scored["clean"],
+        "old_rule": {"mean_unique_valid": old["mean_unique_valid"], "mean_valid_rate": old["mean_valid_rate"]},
+        "prompts": {k: {key: v[key] for key in ("unique", "unique_valid", "valid_rate", "end_rate", "mean_words", "validator", "top_valid")}
+                    for k, v in scored["prompts"].items()},
+        "completions": completions,
+        "ended": ended,
+    }
 
 
 def _value(measured: dict[str, Any], key: str) -> Any:

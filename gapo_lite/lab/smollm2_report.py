@@ -24,11 +24,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gapo_lite.eval.open_ended import VALIDATORS
 from gapo_lite.lab.plots import save
 from gapo_lite.lab.runner import table
 from gapo_lite.lab.smollm2 import LABELS, format_table
 
 VALIDATOR_LABELS = {"word_lists": "kit's word lists", "open": "open vocabularies", "short": "short-answer rule"}
+WORDNET_LABEL = "open vocabularies and WordNet"  # the rule of records rescored with --open-validator wordnet, shown beside the three
 TOP_PROMPTS = ("city", "country", "animal")
 
 
@@ -72,7 +74,45 @@ def regrade_guard(results: dict[str, Any]) -> dict[str, Any]:
 
 
 def models(results: dict[str, Any]) -> list[str]:
-    return [n for n in LABELS if isinstance(results.get(n), dict) and "heldout_jsd" in results[n]]
+    """The measured models of one seed: the start and its runs, then the runs added from other folders (:func:`add_runs`)."""
+    return [n for n in LABELS if isinstance(results.get(n), dict) and "heldout_jsd" in results[n]] + list(results.get("added", {}))
+
+
+def steps_label(results: dict[str, Any], name: str) -> str:
+    """A run's label with its number of steps, and the open prompts' vocabulary where it was not the word lists."""
+    s = results["settings"]
+    vocabulary = ", WordNet" if name == "gapo" and s.get("open_share") and s.get("open_vocabulary", "word_lists") != "word_lists" else ""
+    return f"{run_label(results, name)}{vocabulary}, {s['rl_steps']} steps"
+
+
+def add_runs(results: dict[str, Any], other: dict[str, Any], path: Path) -> dict[str, Any]:
+    """``results`` with the finished RL runs of ``other`` (another folder from the same start: a run continued
+    by scripts/smollm2_longer.sh, or an arm trained with other settings) as further models; every run's label
+    then names its steps, since they differ."""
+    same = lambda r: (r["settings"]["seed"], r["before"]["heldout_jsd"])
+    if same(other) != same(results):
+        raise ValueError(f"{path} does not start from the start of seed {results['settings']['seed']} (its seed or measured start differ)")
+    if "added" not in results:
+        results["labels"] = {n: steps_label(results, n) for n in models(results)[1:]}
+        results["added"] = {}
+    for name in models(other)[1:]:
+        key = f"{name}@{Path(path).name}"
+        results[key] = other[name]
+        results["added"][key] = {"label": steps_label(other, name), "folder": str(path)}
+    return results
+
+
+def rescore_open(results: dict[str, Any], validator: str) -> dict[str, Any]:
+    """``results`` with each model's open suite scored again by ``validator`` from its recorded replies (records of
+    the clean-answer rule, which kept the end flags), so that every column is counted by one rule."""
+    from gapo_lite.lab.smollm2 import open_record
+
+    for name in models(results):
+        recorded = results[name].get("open")
+        if recorded and recorded.get("clean") and "ended" in recorded:
+            results[name]["open"] = open_record(rescore(results[name], (validator,))[validator], recorded["completions"], recorded["ended"], validator)
+    results["open_validator"] = validator
+    return results
 
 
 def rescore(measured: dict[str, Any], validators: Sequence[str] = tuple(VALIDATOR_LABELS)) -> dict[str, dict[str, Any]]:
@@ -87,9 +127,14 @@ def rescore(measured: dict[str, Any], validators: Sequence[str] = tuple(VALIDATO
     return {v: score_open(replies, PROMPTS, validator=v, ended=ended, clean=clean) for v in validators}
 
 
+def validator_labels(results: dict[str, Any]) -> dict[str, str]:
+    """The validators a seed's open table shows: the three, and WordNet's where the report counted by it."""
+    return {**VALIDATOR_LABELS, **({"wordnet": WORDNET_LABEL} if results.get("open_validator") == "wordnet" else {})}
+
+
 def open_scores(results: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
     """model -> validator -> the open suite's scores, from the recorded replies."""
-    return {name: rescore(results[name]) for name in models(results)}
+    return {name: rescore(results[name], tuple(validator_labels(results))) for name in models(results)}
 
 
 def format_open_table(results: dict[str, Any], scores: dict[str, dict[str, dict[str, Any]]] | None = None) -> str:
@@ -97,11 +142,11 @@ def format_open_table(results: dict[str, Any], scores: dict[str, dict[str, dict[
     scores = scores or open_scores(results)
     names = models(results)
     rows = []
-    for v, label in VALIDATOR_LABELS.items():
+    for v, label in validator_labels(results).items():
         rows.append((f"Unique@N valid, {label}", [scores[n][v]["mean_unique_valid"] for n in names]))
         rows.append((f"valid rate, {label}", [scores[n][v]["mean_valid_rate"] for n in names]))
     rows.append(("distinct replies (raw)", [scores[n]["word_lists"]["mean_unique"] for n in names]))
-    return table(rows, [LABELS[n] for n in names], width=24, label_width=40)
+    return table(rows, [run_label(results, n) for n in names], width=24, label_width=40)
 
 
 def format_top_answers(results: dict[str, Any], scores: dict[str, dict[str, dict[str, Any]]] | None = None, k: int = 5) -> str:
@@ -112,7 +157,7 @@ def format_top_answers(results: dict[str, Any], scores: dict[str, dict[str, dict
         for name in models(results):
             top = scores[name]["open"]["prompts"][prompt]["top_valid"][:k]
             cells = ", ".join(f"{t['answer']} {t['share']:.2f}" for t in top)
-            lines.append(f"{prompt:8s} {LABELS[name]:24s} {cells}")
+            lines.append(f"{prompt:8s} {run_label(results, name):24s} {cells}")
     return "\n".join(lines)
 
 
@@ -127,7 +172,7 @@ def plot_positions(all_results: list[dict[str, Any]], path: Path) -> Path:
         width = 0.8 / len(names)
         for j, name in enumerate(names):
             shares = results[name]["heldout_position_shares"]
-            ax.bar([i + j * width for i in range(len(shares))], shares, width=width, label=f"{LABELS[name]} (JSD {results[name]['heldout_jsd']:.2f})")
+            ax.bar([i + j * width for i in range(len(shares))], shares, width=width, label=f"{run_label(results, name)} (JSD {results[name]['heldout_jsd']:.2f})")
         ax.axhline(1 / len(shares), color="grey", linestyle=":", linewidth=1)
         ax.set_xticks([i + 0.4 - width / 2 for i in range(len(shares))], [str(i + 1) for i in range(len(shares))])
         ax.set_xlabel("position of the chosen item in the shown list")
@@ -324,6 +369,8 @@ def format_result_markdown(all_results: list[dict[str, Any]]) -> str:
 
 def run_label(results: dict[str, Any], name: str) -> str:
     """A model's column name; the GAPO run says it mixed open prompts in when its settings did (``open_share``)."""
+    if name in results.get("labels", {}) or name in results.get("added", {}):
+        return results.get("labels", {}).get(name) or results["added"][name]["label"]
     share = results.get("settings", {}).get("open_share") or 0
     return f"GAPO, lists + {share:g} open" if name == "gapo" and share > 0 else LABELS[name]
 
@@ -335,14 +382,18 @@ OPEN_GAIN_TARGET, OPEN_VALID_MARGIN, OPEN_END_MARGIN = 1.5, 0.05, 0.02
 BASELINE_JSD_FLOOR = 0.3
 
 
+def run_of(name: str) -> str:
+    """The run a model's key names: "gapo_lists@m300_lists_s0_300" (a run added from another folder) -> "gapo_lists"."""
+    return name.split("@")[0]
+
+
 def target_rows(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
     """(target, what this seed's runs read, met?) for each of issue 34's targets that its runs measured."""
     from gapo_lite.lab.smollm2 import _value
 
     start, rows = results["before"], []
-    for name in ("gapo_lists", "gapo"):
-        if name not in results:
-            continue
+    trained = [n for n in models(results) if run_of(n) in ("gapo_lists", "gapo")]
+    for name in trained:
         m = results[name]
         rows.append((f"{run_label(results, name)}: held-out JSD <= {HELDOUT_JSD_TARGET} with valid >= {HELDOUT_VALID_TARGET}",
                      f"{m['heldout_jsd']:.3f}, valid {m['heldout_valid_rate']:.3f}",
@@ -354,10 +405,10 @@ def target_rows(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
                      f"{OPEN_VALID_MARGIN} / {OPEN_END_MARGIN}",
                      f"{gain:.2f}x, valid rate {valid:+.3f}, end of turn {end:+.3f}",
                      gain >= OPEN_GAIN_TARGET and valid >= -OPEN_VALID_MARGIN and end >= -OPEN_END_MARGIN))
-    if "grpo_baseline" in results:
-        m = results["grpo_baseline"]
+    for name in [n for n in models(results) if run_of(n) == "grpo_baseline"]:
+        m = results[name]
         unique, unique0 = _value(m, "open.mean_unique_valid"), _value(start, "open.mean_unique_valid")
-        rows.append((f"{LABELS['grpo_baseline']}: held-out JSD >= {BASELINE_JSD_FLOOR}, open valid Unique@100 no higher than the start's",
+        rows.append((f"{run_label(results, name)}: held-out JSD >= {BASELINE_JSD_FLOOR}, open valid Unique@100 no higher than the start's",
                      f"{m['heldout_jsd']:.3f}, open {unique:.1f} against {unique0:.1f}", m["heldout_jsd"] >= BASELINE_JSD_FLOOR and unique <= unique0))
     return rows
 
@@ -514,7 +565,7 @@ def report_seeds(paths: list[Path], all_results: list[dict[str, Any]], plots: Pa
     for path, results in zip(paths, all_results):
         status = "" if results["complete"] else ", runs not all finished"
         print(f"== seed {results['settings']['seed']} ({path}{status})\n{format_table(results)}")
-        print(format_noise([(LABELS[n], results[n]) for n in models(results)], results["settings"]["seed"], results["settings"].get("eval_lists", 10)))
+        print(format_noise([(run_label(results, n), results[n]) for n in models(results)], results["settings"]["seed"], results["settings"].get("eval_lists", 10)))
         print("\n".join(damage_lines(results)) + "\n")
         if all("open" in results[n] for n in models(results)):  # a run measured without the open suite has no replies to re-score
             scores = open_scores(results)
@@ -539,11 +590,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run", default="gapo", choices=("gapo", "gapo_lists", "grpo_baseline"), help="with --longer: which run was continued (default gapo)")
     parser.add_argument("--quantization", action="store_true", help="two folders of one start, one with --set load_in_4bit=true: 32-bit against NF4")
     parser.add_argument("--precision", action="store_true", help="the folders are one start's fp32 / bf16 runs with several RL seeds (scripts/smollm2_precision.sh)")
+    parser.add_argument("--add", action="append", type=Path, default=[], metavar="FOLDER",
+                        help="runs of another folder from one of the seeds' starts (a continued run, an arm with other settings), as further columns of that seed")
+    parser.add_argument("--open-validator", choices=VALIDATORS, help="count every model's open suite by this rule, from its recorded replies (default: each as measured)")
     args = parser.parse_args(argv)
     if args.longer + args.precision + args.quantization > 1:
         parser.error("--longer, --precision and --quantization read different folders; give one")
+    if args.add and (args.longer or args.precision or args.quantization):
+        parser.error("--add adds columns to the seeds' tables; --longer, --precision and --quantization have none")
     try:  # a folder that is missing or does not fit the mode is one line, before anything is written
         all_results = [load_results(p) for p in args.results]
+        for path in args.add:
+            other = load_results(path)
+            seeds = [r for r in all_results if r["settings"]["seed"] == other["settings"]["seed"]]
+            if not seeds:
+                raise ValueError(f"{path} is seed {other['settings']['seed']}'s, which none of the folders given is")
+            add_runs(seeds[0], other, path)
+        columns = {r["settings"]["seed"]: [run_label(r, n) for n in models(r)] for r in all_results}
+        if args.add and len({tuple(c) for c in columns.values()}) > 1:
+            raise ValueError("the seeds' columns differ (" + "; ".join(f"seed {s}: {', '.join(c)}" for s, c in columns.items()) + "); add the same runs to each seed")
+        if args.open_validator:
+            all_results = [rescore_open(r, args.open_validator) for r in all_results]
         if args.quantization:
             record = report_quantization(all_results, args.results)
         elif args.precision:
