@@ -392,7 +392,7 @@ def test_report_adds_runs_of_other_folders_and_counts_every_column_by_one_rule(t
     its steps; --open-validator wordnet scores every column's recorded open replies again ("Snake" is an animal)."""
     import json
 
-    from gapo_lite.lab.smollm2_report import format_result_markdown, main, models, run_label
+    from gapo_lite.lab.smollm2_report import format_result_markdown, main, models, run_label, summary_models
 
     for seed in (0, 1):
         _seed_folder(tmp_path, f"base_s{seed}", seed, ["gapo_lists"])
@@ -407,7 +407,9 @@ def test_report_adds_runs_of_other_folders_and_counts_every_column_by_one_rule(t
     animal = lambda name: recorded[0][name]["open"]["prompts"]["animal"]["unique_valid"]
     assert animal("before") == 2 and animal("gapo@mixed_s0") == 3  # by the open rule "Snake" and "Shark" were no animals: 1 and 1
     assert recorded[0]["open_validator"] == "wordnet" and "gapo_lists@longer_s0" in recorded[0]
-    assert format_result_markdown(recorded) in capsys.readouterr().out  # the record prints the table the run printed
+    assert summary_models(recorded[0]) == ["before", "gapo_lists@longer_s0", "gapo@mixed_s0"]  # each run's last column
+    printed = capsys.readouterr().out  # the record prints the tables the run printed
+    assert format_result_markdown(recorded) in printed and format_result_markdown(recorded, summary=True) in printed
     with pytest.raises(SystemExit) as stop:  # seeds whose columns differ cannot share one targets table
         main([str(tmp_path / "base_s0"), str(tmp_path / "base_s1"), "--add", str(tmp_path / "longer_s0")])
     assert stop.value.code == 2 and "the seeds' columns differ" in capsys.readouterr().err

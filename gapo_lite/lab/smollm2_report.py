@@ -353,14 +353,22 @@ RESULT_ROWS = (("heldout_jsd", "held-out JSD"), ("heldout_valid_rate", "held-out
                ("guard.accuracy", "guard accuracy"))
 
 
-def format_result_markdown(all_results: list[dict[str, Any]]) -> str:
-    """The write-up's lead table: per seed and model the headline figures (a markdown table)."""
+def summary_models(results: dict[str, Any]) -> list[str]:
+    """The start and, of each run (lists only, mixed, baseline), its last column: with runs added from other
+    folders, the longest or newest arm (the README's table)."""
+    last = {run_of(n): n for n in models(results)}
+    return [n for n in models(results) if last[run_of(n)] == n]
+
+
+def format_result_markdown(all_results: list[dict[str, Any]], summary: bool = False) -> str:
+    """The write-up's lead table: per seed and model the headline figures (a markdown table); with ``summary``
+    only :func:`summary_models`."""
     from gapo_lite.lab.smollm2 import _value
 
     header = "| seed | model | " + " | ".join(label for _, label in RESULT_ROWS) + " |"
     lines = [header, "|" + "---|" * (len(RESULT_ROWS) + 2)]
     for results in all_results:
-        for name in models(results):
+        for name in summary_models(results) if summary else models(results):
             values = [_value(results[name], key) for key, _ in RESULT_ROWS]
             cells = " | ".join("n/a" if v is None else f"{v:.1f}" if key == "open.mean_unique_valid" else f"{v:.3f}" for (key, _), v in zip(RESULT_ROWS, values))
             lines.append(f"| {results['settings']['seed']} | {run_label(results, name)} | {cells} |")
@@ -571,6 +579,8 @@ def report_seeds(paths: list[Path], all_results: list[dict[str, Any]], plots: Pa
             scores = open_scores(results)
             print(f"{format_open_table(results, scores)}\n\n{format_top_answers(results, scores)}\n")
     print(f"result table\n{format_result_markdown(all_results)}\n")
+    if any("added" in r for r in all_results):
+        print(f"summary (each run's last column)\n{format_result_markdown(all_results, summary=True)}\n")
     if all("open" in r["before"] for r in all_results):
         print(f"targets\n{format_targets_markdown(all_results)}\n")
     if plots:
