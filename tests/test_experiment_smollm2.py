@@ -417,3 +417,13 @@ def test_report_adds_runs_of_other_folders_and_counts_every_column_by_one_rule(t
     with pytest.raises(SystemExit):
         main([str(tmp_path / "base_s0"), "--add", str(tmp_path / "other_start")])
     assert "does not start from the start of seed 0" in capsys.readouterr().err
+
+
+def test_the_lab_can_train_on_the_lenient_reward_and_measure_by_the_clean_rule(tmp_path):
+    from gapo_lite.lab.runner import RLRun
+    from gapo_lite.lab.smollm2 import SmolSettings, rl_config
+
+    run = RLRun("gapo_lists", "gapo_lists")
+    assert rl_config(SmolSettings(), tmp_path, tmp_path / "r", run).clean_answers is True
+    lenient = SmolSettings(reward_clean_answers=False)
+    assert rl_config(lenient, tmp_path, tmp_path / "r", run).clean_answers is False and lenient.clean_answers is True  # measured clean

@@ -114,3 +114,4 @@ def test_the_lab_records_which_vocabulary_its_open_prompts_trained_on(tmp_path):
     assert config.open_vocabulary == "wordnet" and config.open_share == 0.5
     with pytest.raises(ValueError, match="open_vocabulary must be one of"):
         SmolSettings(open_vocabulary="nouns")
+

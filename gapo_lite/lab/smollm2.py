@@ -49,6 +49,7 @@ class SmolSettings:
     open_share: float = 0.0  # share of open naming prompts (categories outside the open suite) in the gapo and baseline runs' data
     open_vocabulary: str = "word_lists"  # valid answers to those prompts (TrainConfig.open_vocabulary); the recorded runs' before "wordnet" existed
     clean_answers: bool = True  # reward and measurements: an answer counts only when the reply ended its turn and is that answer alone
+    reward_clean_answers: bool | None = None  # the reward's rule alone (None: clean_answers); False: the lenient reward, measured by the clean rule
     eval_lists: int = 10
     eval_samples: int = 100
     eval_temperature: float = 0.7
@@ -192,7 +193,7 @@ def rl_config(s: SmolSettings, start: Path, out: Path, run: RLRun):
                "beta": s.beta}
     return dataclasses.replace(base, model=str(start), reward=REWARDS[run.name], max_steps=s.rl_steps, save_steps=max(1, min(25, s.rl_steps // 2)),
                                save_total_limit=1, max_completion_length=s.completion_tokens, output_dir=str(out), seed=rl_seed, data_seed=rl_seed, precision=s.precision,
-                               clean_answers=s.clean_answers, open_share=0.0 if run.name in LISTS_ONLY else s.open_share, open_vocabulary=s.open_vocabulary,
+                               clean_answers=s.clean_answers if s.reward_clean_answers is None else s.reward_clean_answers, open_share=0.0 if run.name in LISTS_ONLY else s.open_share, open_vocabulary=s.open_vocabulary,
                                load_in_4bit=s.load_in_4bit,
                                **{k: v for k, v in changed.items() if v is not None})
 
