@@ -193,8 +193,8 @@ def rl_config(s: SmolSettings, start: Path, out: Path, run: RLRun):
                "beta": s.beta}
     return dataclasses.replace(base, model=str(start), reward=REWARDS[run.name], max_steps=s.rl_steps, save_steps=max(1, min(25, s.rl_steps // 2)),
                                save_total_limit=1, max_completion_length=s.completion_tokens, output_dir=str(out), seed=rl_seed, data_seed=rl_seed, precision=s.precision,
-                               clean_answers=s.clean_answers if s.reward_clean_answers is None else s.reward_clean_answers, open_share=0.0 if run.name in LISTS_ONLY else s.open_share, open_vocabulary=s.open_vocabulary,
-                               load_in_4bit=s.load_in_4bit,
+                               clean_answers=s.clean_answers if s.reward_clean_answers is None else s.reward_clean_answers,
+                               open_share=0.0 if run.name in LISTS_ONLY else s.open_share, open_vocabulary=s.open_vocabulary, load_in_4bit=s.load_in_4bit,
                                **{k: v for k, v in changed.items() if v is not None})
 
 
