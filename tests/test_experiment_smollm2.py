@@ -362,7 +362,7 @@ def test_quantization_report_sets_the_nf4_run_beside_the_32bit_one_and_refuses_o
         quantization_columns([full, moved])
 
 
-def _seed_folder(root, name, seed, runs, open_share=0.0, open_vocabulary="word_lists", rl_steps=150, start_jsd=0.3):
+def _seed_folder(root, name, seed, runs, open_share=0.0, open_vocabulary="word_lists", rl_steps=150, start_jsd=0.3, **more):
     """An experiment folder of finished stages whose open suite recorded replies: the start answers "Lion" or
     "Snake" to "Name an animal.", the runs "Snake", "Shark" and "Lion"."""
     import json
@@ -380,7 +380,7 @@ def _seed_folder(root, name, seed, runs, open_share=0.0, open_vocabulary="word_l
     folder = root / name
     (folder / "stages").mkdir(parents=True)
     (folder / "stages" / "start.json").write_text(json.dumps({"before": measured(start_jsd, ["Lion", "Snake"]), "seconds": 1.0}))
-    settings = {"seed": seed, "runs": runs, "rl_steps": rl_steps, "open_share": open_share, "open_vocabulary": open_vocabulary}
+    settings = {"seed": seed, "runs": runs, "rl_steps": rl_steps, "open_share": open_share, "open_vocabulary": open_vocabulary, **more}
     (folder / "stages" / "settings.json").write_text(json.dumps(settings))
     for run in runs:
         (folder / "stages" / f"{run}.json").write_text(json.dumps({"measured": measured(0.2, ["Snake", "Shark", "Lion"]), "seconds": 1.0}))
@@ -398,12 +398,14 @@ def test_report_adds_runs_of_other_folders_and_counts_every_column_by_one_rule(t
         _seed_folder(tmp_path, f"base_s{seed}", seed, ["gapo_lists"])
         _seed_folder(tmp_path, f"longer_s{seed}", seed, ["gapo_lists"], rl_steps=300)
         _seed_folder(tmp_path, f"mixed_s{seed}", seed, ["gapo"], open_share=0.5, open_vocabulary="wordnet")
+        _seed_folder(tmp_path, f"lenient_s{seed}", seed, ["gapo_lists"], reward_clean_answers=False)
     record = tmp_path / "record.json"
-    added = [a for s in (0, 1) for a in ("--add", str(tmp_path / f"longer_s{s}"), "--add", str(tmp_path / f"mixed_s{s}"))]
+    added = [a for s in (0, 1) for f in ("lenient", "longer", "mixed") for a in ("--add", str(tmp_path / f"{f}_s{s}"))]
     main([str(tmp_path / "base_s0"), str(tmp_path / "base_s1"), *added, "--open-validator", "wordnet", "--record", str(record)])
     recorded = json.loads(record.read_text())
     labels = [run_label(recorded[0], n) for n in models(recorded[0])]
-    assert labels == ["start", "GAPO, lists only, 150 steps", "GAPO, lists only, 300 steps", "GAPO, lists + 0.5 open, WordNet, 150 steps"]
+    assert labels == ["start", "GAPO, lists only, 150 steps", "GAPO, lists only, lenient reward, 150 steps", "GAPO, lists only, 300 steps",
+                      "GAPO, lists + 0.5 open, WordNet, 150 steps"]
     animal = lambda name: recorded[0][name]["open"]["prompts"]["animal"]["unique_valid"]
     assert animal("before") == 2 and animal("gapo@mixed_s0") == 3  # by the open rule "Snake" and "Shark" were no animals: 1 and 1
     assert recorded[0]["open_validator"] == "wordnet" and "gapo_lists@longer_s0" in recorded[0]

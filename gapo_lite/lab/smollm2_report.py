@@ -79,10 +79,12 @@ def models(results: dict[str, Any]) -> list[str]:
 
 
 def steps_label(results: dict[str, Any], name: str) -> str:
-    """A run's label with its number of steps, and the open prompts' vocabulary where it was not the word lists."""
+    """A run's label with its number of steps, the open prompts' vocabulary where it was not the word lists, and
+    the reward's rule where it was not the measurements'."""
     s = results["settings"]
     vocabulary = ", WordNet" if name == "gapo" and s.get("open_share") and s.get("open_vocabulary", "word_lists") != "word_lists" else ""
-    return f"{run_label(results, name)}{vocabulary}, {s['rl_steps']} steps"
+    lenient = ", lenient reward" if s.get("reward_clean_answers") is False and s.get("clean_answers", True) else ""
+    return f"{run_label(results, name)}{vocabulary}{lenient}, {s['rl_steps']} steps"
 
 
 def add_runs(results: dict[str, Any], other: dict[str, Any], path: Path) -> dict[str, Any]:
