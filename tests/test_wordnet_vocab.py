@@ -41,8 +41,8 @@ def test_builder_follows_hyponyms_down_and_leaves_instances_out(tmp_path, monkey
     module = builder()
     monkeypatch.setattr(module, "ROOTS", {"animals": [("animal", 1)], "dogs": [("dog", 1)]})
     built = module.build(fake_wordnet(tmp_path))
-    assert built["categories"]["animals"] == ["animal", "beast", "dog", "house cat", "puppy"]  # no "Laika"; "puppy(a)" read as "puppy"
-    assert built["categories"]["dogs"] == ["dog", "puppy"]
+    assert built["categories"]["animals"] == ["dog", "house cat", "puppy"]  # not the root ("animal", "beast"), not "Laika"; "puppy(a)" read as "puppy"
+    assert built["categories"]["dogs"] == ["puppy"]
     assert built["roots"] == {"animals": ["animal.n.01"], "dogs": ["dog.n.01"]}
     assert built["license"].startswith("WordNet Release 3.0")  # the license travels with the nouns
 
@@ -115,3 +115,18 @@ def test_the_lab_records_which_vocabulary_its_open_prompts_trained_on(tmp_path):
     with pytest.raises(ValueError, match="open_vocabulary must be one of"):
         SmolSettings(open_vocabulary="nouns")
 
+
+
+def test_the_category_itself_is_no_answer():
+    """A model trained with "food" in the food vocabulary learned to answer "Name a food." with "Food": the builder
+    leaves the roots' own lemmas out, and the clean rule counts the prompt's noun as no answer."""
+    from gapo_lite.eval.vocab import wordnet_vocabulary
+
+    assert "food" not in wordnet_vocabulary("foods") and "pizza" in wordnet_vocabulary("foods")
+    assert "animal" not in wordnet_vocabulary("animals") and "colour" not in wordnet_vocabulary("colors")
+    assert "fruit" not in open_vocabulary("fruits") and "beverage" not in open_vocabulary("drinks")
+    replies = {"first_name": ["First name", "Anna", "first names"], "food": ["Food", "Pizza"], "celebrity": ["Celebrity", "Madonna"]}
+    clean = open_ended.score_open(replies, open_ended.PROMPTS, validator="wordnet")
+    assert {k: clean["prompts"][k]["unique_valid"] for k in replies} == {"first_name": 1, "food": 1, "celebrity": 1}
+    lenient = open_ended.score_open(replies, open_ended.PROMPTS, validator="wordnet", clean=False)
+    assert lenient["prompts"]["celebrity"]["unique_valid"] == 2  # the records made before keep their rule

@@ -53,8 +53,9 @@ def score_answers(
     accepts it (an item of ``vocabulary``, or with none a name-like answer of at most ``max_words`` words) and,
     with ``clean`` (default), only when the reply ended its turn (``ended``; all taken as ended when not
     given) and is that answer alone (:func:`~gapo_lite.answers.clean.single_answer`, lead-ins about ``noun``
-    removed). ``lenient_unique_valid`` / ``lenient_valid_rate`` count the first answer found, five words at
-    most, ended or not (the rule of ``clean=False`` and of records made before). ``end_rate`` (when ``ended``
+    removed; the prompt's own noun is no answer: "first name" to "Name a first name."). ``lenient_unique_valid``
+    / ``lenient_valid_rate`` count the first answer found, five words at most, ended or not (the rule of
+    ``clean=False`` and of records made before). ``end_rate`` (when ``ended``
     is given) and ``mean_words`` say how the replies look. Shares in ``top`` / ``top_valid`` are of all N samples.
     """
     from gapo_lite.answers.clean import single_answer
@@ -74,7 +75,10 @@ def score_answers(
     lenient = [valid_form(e, 5) for e in extracted]
     if clean:
         ends = ended if ended is not None else [True] * len(completions)
-        valid = [valid_form(single_answer(c, noun), max_words) if e else None for c, e in zip(completions, ends)]
+        # "Name a food." -> "Food" names the category, not one of it (a model trained on open prompts learned to answer so)
+        echo = canonicalize(noun, fold_plurals=True) if noun else None
+        valid = [v if v is None or canonicalize(v, fold_plurals=True) != echo else None
+                 for v in (valid_form(single_answer(c, noun), max_words) if e else None for c, e in zip(completions, ends))]
     else:
         valid = lenient
     n = len(answers)
