@@ -359,7 +359,7 @@ def summary_models(results: dict[str, Any]) -> list[str]:
     """The start and, of each run (lists only, mixed, baseline), its last column: with runs added from other
     folders, the longest or newest arm (the README's table)."""
     last = {run_of(n): n for n in models(results)}
-    return [n for n in models(results) if last[run_of(n)] == n]
+    return [last[run] for run in LABELS if run in last]
 
 
 def format_result_markdown(all_results: list[dict[str, Any]], summary: bool = False) -> str:
