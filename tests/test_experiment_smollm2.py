@@ -113,6 +113,22 @@ def test_rl_config_takes_the_settings_that_differ_from_the_recipe(tmp_path):
     assert smollm2.SmolSettings().trained_invalid_reward == -1.0 and s.trained_invalid_reward == 0.0
 
 
+def test_the_mixed_recipe_trains_what_the_recorded_mixed_runs_trained():
+    """recipes/smollm2_mixed.py claims docs/smollm2.md's mixed arm: its settings are that record's."""
+    import json
+
+    from gapo_lite.training.recipes import load_recipe
+
+    recipe = load_recipe("smollm2_mixed")
+    recorded = json.loads((Path(__file__).parents[1] / "docs" / "results" / "smollm2_clean.json").read_text())[0]["settings"]
+    lab = smollm2.SmolSettings()  # the record predates open_vocabulary: the lab's default is what it ran
+    assert (recipe.open_share, recipe.num_generations, recipe.prompts_per_step, recipe.learning_rate, recipe.temperature,
+            recipe.invalid_reward, recipe.clean_answers) == (recorded["open_share"], recorded["num_generations"], recorded["prompts_per_step"],
+                                                             recorded["learning_rate"], recorded["rl_temperature"], recorded["invalid_reward"],
+                                                             recorded["clean_answers"])
+    assert (recipe.open_vocabulary, recipe.max_completion_length) == (lab.open_vocabulary, lab.completion_tokens)
+
+
 def test_table_adds_the_trained_reward_and_open_rows_only_when_every_column_has_them():
     row = {"heldout_valid_rate": 0.9, "heldout_jsd": 0.3, "heldout_position_tv": 0.2, "dominant_share": 0.6, "pressure": 0.03, "threshold": 0.93}
     newer = {**row, "trained_pressure": -0.2, "trained_threshold": 0.75, "open": {"mean_unique_valid": 12.5, "mean_valid_rate": 0.6, "mean_unique": 30.0}}
