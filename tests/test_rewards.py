@@ -78,3 +78,22 @@ def test_rarer_never_scores_below_more_frequent(answers):
             if count_i < count_j:
                 assert r_i > r_j
     assert all(math.isfinite(x) for x in r)
+
+
+def _group_advantages(rewards):
+    # TRL's GRPO advantages with scale_rewards="group": (r - group mean) / group std (Bessel's correction); TRL adds
+    # 1e-4 to the std, which moves an advantage by under 1e-4 / std relative and is left out here
+    mean = sum(rewards) / len(rewards)
+    std = math.sqrt(sum((r - mean) ** 2 for r in rewards) / (len(rewards) - 1))
+    return [(r - mean) / std for r in rewards]
+
+
+@given(st.lists(st.sampled_from(ITEMS + [None]), min_size=2, max_size=40), st.floats(1.1, 4.0), st.sampled_from([-1.0, -0.5, 0.0]))
+def test_a_weight_on_the_frequency_term_is_an_invalid_reward_in_disguise(answers, k, r):
+    # docs/reward.md: a valid answer scoring 1 - k (f - 1/L) gives GRPO the advantages of the paper's reward with
+    # invalid_reward = 1 - (1 - r) / k, so the kit has no such weight
+    weighted = [1 - k * (1 - x) if a is not None else r for a, x in zip(answers, frequency_aware_rewards(answers, ITEMS))]
+    same = frequency_aware_rewards(answers, ITEMS, invalid_reward=1 - (1 - r) / k)
+    if max(same) - min(same) < 1e-9:
+        return  # a group with one reward has no gradient either way
+    assert _group_advantages(weighted) == pytest.approx(_group_advantages(same), rel=1e-6, abs=1e-9)
