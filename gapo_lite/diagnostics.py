@@ -5,7 +5,9 @@ In a large group, the most frequent valid answer (share ``d`` of the valid answe
 rate, ``S`` the sum of squared shares, ``r_inv`` the reward of an invalid answer). GRPO's advantage of the
 favourite has the sign of their difference, the *mode pressure*: negative, GAPO pushes the favourite down
 and spreads the model; positive, the penalty for invalid answers makes the safe favourite the winning
-answer and GAPO sharpens the mode.
+answer and GAPO sharpens the mode. With ``invalid_margin`` m (``TrainConfig.invalid_margin``) an invalid answer
+scores the favourite's reward minus m, and the pressure is ``v (S - d) + (1 - v) m``: below zero at any valid
+rate when m = 0.
 """
 from __future__ import annotations
 
@@ -27,28 +29,44 @@ def _check(shares: Sequence[float], num_valid: int) -> None:
         raise ValueError(f"num_valid (L) = {num_valid} is smaller than the number of shares ({len(shares)})")
 
 
-def mode_pressure(shares: Sequence[float], valid_rate: float, num_valid: int, invalid_reward: float = -1.0) -> float:
+def _invalid(favourite: float, invalid_reward: float, invalid_margin: float | None) -> float:
+    """What an invalid answer scores: the constant, or the favourite's reward minus the margin."""
+    if invalid_margin is None:
+        return invalid_reward
+    if invalid_margin < 0:
+        raise ValueError(f"invalid_margin must be >= 0 or None, got {invalid_margin}")
+    return favourite - invalid_margin
+
+
+def mode_pressure(shares: Sequence[float], valid_rate: float, num_valid: int, invalid_reward: float = -1.0,
+                  invalid_margin: float | None = None) -> float:
     """Reward of the most frequent valid answer minus the group's expected reward (large-group limit).
 
     Negative: GAPO pushes the favourite down (it can spread the model). Positive: it reinforces the favourite.
+
+    >>> round(mode_pressure([0.6, 0.3, 0.1], 0.7, 3), 3), round(mode_pressure([0.6, 0.3, 0.1], 0.7, 3, invalid_margin=0.0), 3)
+    (0.422, -0.098)
     """
     _check(shares, num_valid)
     if not 0.0 <= valid_rate <= 1.0:
         raise ValueError(f"valid_rate must be in [0, 1], got {valid_rate}")
     inv_l = 1.0 / num_valid
     favourite = 1.0 - (max(shares) - inv_l)
-    mean = valid_rate * (1.0 + inv_l - sum(s * s for s in shares)) + (1.0 - valid_rate) * invalid_reward
+    invalid = _invalid(favourite, invalid_reward, invalid_margin)
+    mean = valid_rate * (1.0 + inv_l - sum(s * s for s in shares)) + (1.0 - valid_rate) * invalid
     return favourite - mean
 
 
-def validity_threshold(shares: Sequence[float], num_valid: int, invalid_reward: float = -1.0) -> float:
+def validity_threshold(shares: Sequence[float], num_valid: int, invalid_reward: float = -1.0, invalid_margin: float | None = None) -> float:
     """The valid rate above which :func:`mode_pressure` is negative (``inf`` when no valid rate makes it so).
 
     ``(1 + 1/L - d - r_inv) / (1 + 1/L - S - r_inv)``; about 0.93 for d = 0.9, L = 8, r_inv = -1. A value
-    above 1 means even an always-valid model is not spread (e.g. a single answer with all the mass).
+    above 1 means even an always-valid model is not spread (e.g. a single answer with all the mass). With
+    ``invalid_margin`` m it is ``m / (d - S + m)``: 0 for m = 0.
     """
     _check(shares, num_valid)
     inv_l = 1.0 / num_valid
+    invalid_reward = _invalid(1.0 - (max(shares) - inv_l), invalid_reward, invalid_margin)
     slope = 1.0 + inv_l - sum(s * s for s in shares) - invalid_reward
     if slope <= 0:
         return math.inf
@@ -70,7 +88,7 @@ class PressureReading:
         return self.pressure < 0
 
 
-def read_pressure(counts: Sequence[int], num_invalid: int, invalid_reward: float = -1.0) -> PressureReading | None:
+def read_pressure(counts: Sequence[int], num_invalid: int, invalid_reward: float = -1.0, invalid_margin: float | None = None) -> PressureReading | None:
     """The diagnostic from sampled answer counts (one count per valid item, zeros included) and the invalid count.
 
     ``None`` when no sampled answer was valid (there are no shares to read).
@@ -85,8 +103,8 @@ def read_pressure(counts: Sequence[int], num_invalid: int, invalid_reward: float
     return PressureReading(
         valid_rate=rate,
         dominant_share=max(shares),
-        pressure=mode_pressure(shares, rate, len(counts), invalid_reward),
-        threshold=validity_threshold(shares, len(counts), invalid_reward),
+        pressure=mode_pressure(shares, rate, len(counts), invalid_reward, invalid_margin),
+        threshold=validity_threshold(shares, len(counts), invalid_reward, invalid_margin),
     )
 
 

@@ -169,12 +169,14 @@ def run_lists(
             "pressure": pressure, "template": template, "num_orders": num_orders, "samples": samples}
 
 
-def pressure_by_prompt(per_list: list[dict[str, Any]], samples: list[dict[str, Any]], invalid_reward: float = -1.0) -> dict[str, Any]:
+def pressure_by_prompt(per_list: list[dict[str, Any]], samples: list[dict[str, Any]], invalid_reward: float = -1.0,
+                       invalid_margin: float | None = None) -> dict[str, Any]:
     """The mode-pressure diagnostic (:mod:`gapo_lite.diagnostics`) per list and overall.
 
     GAPO's groups are the samples of ONE prompt, so the pressure is read per shown prompt (a list in one
     order: a model that always answers the first position has a different favourite in each order), then
-    averaged over a list's orders and over lists."""
+    averaged over a list's orders and over lists. ``invalid_margin``: an invalid answer scored at the favourite's
+    reward minus it (``TrainConfig.invalid_margin``) instead of ``invalid_reward``."""
     from gapo_lite.diagnostics import mean_reading, read_pressure, verdict
 
     by_prompt: dict[str, dict[int, list[str | None]]] = {}
@@ -187,7 +189,7 @@ def pressure_by_prompt(per_list: list[dict[str, Any]], samples: list[dict[str, A
         for _, choices in sorted(by_prompt.get(lst["list_id"], {}).items()):
             counts = [sum(c == item for c in choices) for item in items]
             tallies.append({"counts": counts, "invalid": len(choices) - sum(counts)})
-            reading = read_pressure(counts, len(choices) - sum(counts), invalid_reward)
+            reading = read_pressure(counts, len(choices) - sum(counts), invalid_reward, invalid_margin)
             if reading is not None:
                 mine.append(reading)
         readings += mine
@@ -196,6 +198,7 @@ def pressure_by_prompt(per_list: list[dict[str, Any]], samples: list[dict[str, A
     overall = mean_reading(readings) if readings else None
     return {
         "invalid_reward": invalid_reward,
+        "invalid_margin": invalid_margin,
         "lists": lists_out,
         "mean": overall.__dict__ if overall else None,
         "prompts_spreading": sum(r.spreads for r in readings),

@@ -40,6 +40,7 @@ class SmolSettings:
     runs: tuple[str, ...] = ("gapo", "grpo_baseline")  # which RL runs, from the same start (also "gapo_lists": GAPO on list prompts only)
     # RL settings that differ from the recipe's (None: the recipe's value)
     invalid_reward: float | None = None  # the reward of an invalid answer, for both runs; the paper's is -1
+    invalid_margin: float | None = None  # GAPO runs: an invalid answer scores the group's lowest valid reward minus this (TrainConfig.invalid_margin)
     num_generations: int | None = None
     prompts_per_step: int | None = None
     learning_rate: float | None = None
@@ -130,7 +131,7 @@ def measure(model: Any, tokenizer: Any, s: SmolSettings) -> dict[str, Any]:
     settings = SampleSettings(n=s.eval_samples, temperature=s.eval_temperature, max_new_tokens=s.completion_tokens, batch_size=64, seed=s.seed, precision=s.precision)
     r = run_lists(model, tokenizer, settings, num_lists=s.eval_lists, clean=s.clean_answers)
     mean = r["pressure"]["mean"] or {}  # None when no answer was valid; the paper's reward (-1 for an invalid answer)
-    trained = pressure_by_prompt(r["lists"], r["samples"], invalid_reward=s.trained_invalid_reward)["mean"] or {}
+    trained = pressure_by_prompt(r["lists"], r["samples"], invalid_reward=s.trained_invalid_reward, invalid_margin=s.invalid_margin)["mean"] or {}
     invalid = [x["completion"] for x in r["samples"] if x["choice"] is None]
     measured = {
         "heldout_jsd": r["mean_jsd"],
@@ -147,6 +148,7 @@ def measure(model: Any, tokenizer: Any, s: SmolSettings) -> dict[str, Any]:
         "dominant_share": mean.get("dominant_share", math.nan),
         "verdict": r["pressure"]["verdict"],
         "trained_invalid_reward": s.trained_invalid_reward,
+        "trained_invalid_margin": s.invalid_margin,
         "trained_pressure": trained.get("pressure", math.nan),
         "trained_threshold": trained.get("threshold", math.nan),
         "heldout_choices": [x["choice"] for x in r["samples"]],
@@ -190,7 +192,7 @@ def rl_config(s: SmolSettings, start: Path, out: Path, run: RLRun):
     rl_seed = s.seed if s.rl_seed is None else s.rl_seed
     changed = {"invalid_reward": s.invalid_reward, "num_generations": s.num_generations, "prompts_per_step": s.prompts_per_step,
                "learning_rate": s.learning_rate, "temperature": s.rl_temperature, "lr_scheduler_type": s.rl_schedule,
-               "beta": s.beta}
+               "beta": s.beta, "invalid_margin": s.invalid_margin if REWARDS[run.name] == "gapo" else None}
     return dataclasses.replace(base, model=str(start), reward=REWARDS[run.name], max_steps=s.rl_steps, save_steps=max(1, min(25, s.rl_steps // 2)),
                                save_total_limit=1, max_completion_length=s.completion_tokens, output_dir=str(out), seed=rl_seed, data_seed=rl_seed, precision=s.precision,
                                clean_answers=s.clean_answers if s.reward_clean_answers is None else s.reward_clean_answers,

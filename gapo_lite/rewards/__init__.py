@@ -12,6 +12,7 @@ from gapo_lite.rewards.categories import CategoryScorer, open_ended_scorer
 from gapo_lite.rewards.frequency import expected_reward, frequency_aware_rewards, frequency_rewards_with_L
 from gapo_lite.rewards.group import Group, GroupScorer, group_metrics
 from gapo_lite.rewards.hook import GroupReward, completion_text
+from gapo_lite.rewards.invalid import InvalidBelowMode
 from gapo_lite.rewards.lists import FrequencyScorer, ValidityScorer
 from gapo_lite.rewards.open_ended import OpenEndedFrequencyScorer
 from gapo_lite.rewards.semantic import SemanticClusterer, SemanticScorer
@@ -26,6 +27,7 @@ __all__ = [
     "Group",
     "GroupReward",
     "GroupScorer",
+    "InvalidBelowMode",
     "OpenEndedFrequencyScorer",
     "SemanticClusterer",
     "SemanticScorer",

@@ -47,6 +47,11 @@ class TrainConfig:
     # reward and objective
     reward: str = "gapo"
     invalid_reward: float = -1.0
+    # None: an invalid answer scores invalid_reward. A number m >= 0: it scores the group's lowest valid reward (the
+    # favourite's) minus m, never less than invalid_reward (gapo_lite.rewards.invalid): being valid no longer pays
+    # the favourite much, so GAPO spreads where the constant sharpens below a validity threshold; m is what is
+    # left of the push towards valid, well-formed replies (docs/reward.md).
+    invalid_margin: float | None = None
     num_generations: int = 32
     prompts_per_step: int = 8
     beta: float = 0.0
@@ -132,6 +137,8 @@ class TrainConfig:
             raise ValueError(f"TrainConfig.open_share must be in [0, 1], got {self.open_share}")
         if self.open_vocabulary not in OPEN_VOCABULARIES:
             raise ValueError(f"TrainConfig.open_vocabulary must be one of {OPEN_VOCABULARIES}, got {self.open_vocabulary!r}")
+        if self.invalid_margin is not None and self.invalid_margin < 0:
+            raise ValueError(f"TrainConfig.invalid_margin must be >= 0 or None, got {self.invalid_margin}")
         if self.learning_rate <= 0:
             raise ValueError(f"TrainConfig.learning_rate must be > 0, got {self.learning_rate}")
         if self.temperature <= 0:

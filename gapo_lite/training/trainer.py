@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gapo_lite.rewards import FrequencyScorer, GroupReward, TaskScorer, ValidityReward, open_ended_scorer
+from gapo_lite.rewards import FrequencyScorer, GroupReward, InvalidBelowMode, TaskScorer, ValidityReward, open_ended_scorer
 from gapo_lite.runplan import RunPlan, resolve_hardware
 from gapo_lite.sampling import ensure_pad_token
 from gapo_lite.training.config import TrainConfig
@@ -43,7 +43,9 @@ def make_scorer(config: TrainConfig):
         opens = open_ended_scorer(config.split, config.invalid_reward, names=open_training_categories(config.split), clean=config.clean_answers,
                                   vocabulary=config.open_vocabulary)
         gapo = TaskScorer({"list": gapo, "open": opens}, column=TASK_COLUMN)
-    return gapo if config.reward == "gapo" else ValidityReward(gapo, config.invalid_reward)
+    if config.reward == "validity":
+        return ValidityReward(gapo, config.invalid_reward)
+    return gapo if config.invalid_margin is None else InvalidBelowMode(gapo, config.invalid_margin)
 
 
 def default_dataset(config: TrainConfig):
