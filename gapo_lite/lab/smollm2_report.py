@@ -78,19 +78,27 @@ def models(results: dict[str, Any]) -> list[str]:
     return [n for n in LABELS if isinstance(results.get(n), dict) and "heldout_jsd" in results[n]] + list(results.get("added", {}))
 
 
-def steps_label(results: dict[str, Any], name: str) -> str:
-    """A run's label with its number of steps, the open prompts' vocabulary where it was not the word lists, and
-    the reward's rule where it was not the measurements'."""
+# Settings a run added from another folder names in its label where they differ from the first folder's.
+NAMED_SETTINGS = (("invalid_margin", "margin {:g}"), ("invalid_reward", "invalid {:g}"), ("learning_rate", "lr {:g}"), ("rl_temperature", "T {:g}"),
+                  ("prompts_per_step", "{} prompts"), ("num_generations", "G {}"))
+
+
+def steps_label(results: dict[str, Any], name: str, reference: dict[str, Any] | None = None) -> str:
+    """A run's label with its number of steps, the open prompts' vocabulary where it was not the word lists, the
+    reward's rule where it was not the measurements', its invalid margin, and the settings of :data:`NAMED_SETTINGS`
+    that differ from ``reference`` (another folder's settings)."""
     s = results["settings"]
     vocabulary = ", WordNet" if name == "gapo" and s.get("open_share") and s.get("open_vocabulary", "word_lists") != "word_lists" else ""
     lenient = ", lenient reward" if s.get("reward_clean_answers") is False and s.get("clean_answers", True) else ""
-    return f"{run_label(results, name)}{vocabulary}{lenient}, {s['rl_steps']} steps"
+    named = [label.format(s.get(key)) for key, label in NAMED_SETTINGS if s.get(key) is not None
+             and (key == "invalid_margin" if reference is None else s.get(key) != reference.get(key))]
+    return ", ".join([f"{run_label(results, name)}{vocabulary}{lenient}", *named, f"{s['rl_steps']} steps"])
 
 
 def add_runs(results: dict[str, Any], other: dict[str, Any], path: Path) -> dict[str, Any]:
     """``results`` with the finished RL runs of ``other`` (another folder from the same start: a run continued
     by scripts/smollm2_longer.sh, or an arm trained with other settings) as further models; every run's label
-    then names its steps, since they differ."""
+    then names its steps (and what else differs), since they differ."""
     same = lambda r: (r["settings"]["seed"], r["before"]["heldout_jsd"])
     if same(other) != same(results):
         raise ValueError(f"{path} does not start from the start of seed {results['settings']['seed']} (its seed or measured start differ)")
@@ -100,7 +108,7 @@ def add_runs(results: dict[str, Any], other: dict[str, Any], path: Path) -> dict
     for name in models(other)[1:]:
         key = f"{name}@{Path(path).name}"
         results[key] = other[name]
-        results["added"][key] = {"label": steps_label(other, name), "folder": str(path)}
+        results["added"][key] = {"label": steps_label(other, name, reference=results["settings"]), "folder": str(path)}
     return results
 
 
