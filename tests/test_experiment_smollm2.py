@@ -437,6 +437,19 @@ def test_report_adds_runs_of_other_folders_and_counts_every_column_by_one_rule(t
     assert "does not start from the start of seed 0" in capsys.readouterr().err
 
 
+def test_an_added_run_names_the_settings_that_differ_and_every_run_its_margin(tmp_path):
+    """A probe folder added to its start's folder says what it changed (NAMED_SETTINGS), so the write-up's rows read
+    on their own; a run of the first folder names only its invalid margin."""
+    from gapo_lite.lab.smollm2_report import add_runs, load_results, models, run_label
+
+    base = load_results(_seed_folder(tmp_path, "base", 0, ["gapo_lists"], learning_rate=3e-4, num_generations=32, invalid_margin=0.1))
+    add_runs(base, load_results(_seed_folder(tmp_path, "fast", 0, ["gapo_lists"], learning_rate=1e-3, num_generations=32)), tmp_path / "fast")
+    add_runs(base, load_results(_seed_folder(tmp_path, "wide", 0, ["gapo_lists"], learning_rate=3e-4, num_generations=16, invalid_margin=0.0)),
+             tmp_path / "wide")
+    assert [run_label(base, n) for n in models(base)[1:]] == [
+        "GAPO, lists only, margin 0.1, 150 steps", "GAPO, lists only, no margin, lr 0.001, 150 steps", "GAPO, lists only, margin 0, G 16, 150 steps"]
+
+
 def test_the_lab_can_train_on_the_lenient_reward_and_measure_by_the_clean_rule(tmp_path):
     from gapo_lite.lab.runner import RLRun
     from gapo_lite.lab.smollm2 import SmolSettings, rl_config

@@ -79,8 +79,9 @@ def models(results: dict[str, Any]) -> list[str]:
 
 
 # Settings a run added from another folder names in its label where they differ from the first folder's.
-NAMED_SETTINGS = (("invalid_margin", "margin {:g}"), ("invalid_reward", "invalid {:g}"), ("learning_rate", "lr {:g}"), ("rl_temperature", "T {:g}"),
-                  ("prompts_per_step", "{} prompts"), ("num_generations", "G {}"))
+# (key, label of a value, label of None: the recipe's value)
+NAMED_SETTINGS = (("invalid_margin", "margin {:g}", "no margin"), ("invalid_reward", "invalid {:g}", "invalid -1"), ("learning_rate", "lr {:g}", "recipe's lr"),
+                  ("rl_temperature", "T {:g}", "recipe's T"), ("prompts_per_step", "{} prompts", "recipe's prompts"), ("num_generations", "G {}", "recipe's G"))
 
 
 def steps_label(results: dict[str, Any], name: str, reference: dict[str, Any] | None = None) -> str:
@@ -90,8 +91,8 @@ def steps_label(results: dict[str, Any], name: str, reference: dict[str, Any] | 
     s = results["settings"]
     vocabulary = ", WordNet" if name == "gapo" and s.get("open_share") and s.get("open_vocabulary", "word_lists") != "word_lists" else ""
     lenient = ", lenient reward" if s.get("reward_clean_answers") is False and s.get("clean_answers", True) else ""
-    named = [label.format(s.get(key)) for key, label in NAMED_SETTINGS if s.get(key) is not None
-             and (key == "invalid_margin" if reference is None else s.get(key) != reference.get(key))]
+    differs = lambda key: s.get(key) is not None and key == "invalid_margin" if reference is None else s.get(key) != reference.get(key)
+    named = [none if s.get(key) is None else label.format(s.get(key)) for key, label, none in NAMED_SETTINGS if differs(key)]
     return ", ".join([f"{run_label(results, name)}{vocabulary}{lenient}", *named, f"{s['rl_steps']} steps"])
 
 
