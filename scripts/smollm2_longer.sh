@@ -38,6 +38,7 @@ for steps in "${stages[@]}"; do
     mkdir -p "$out/stages" "$out/$run"
     [ -d "$out/pretrained" ] || cp -al "$prev/pretrained" "$out/pretrained"  # hard links: the start is only read
     cp "$prev/stages/start.json" "$out/stages/start.json"
+    cp "$prev/stages/settings.json" "$out/stages/continued_from.json"  # what the resumed checkpoint was trained with
     if [ ! -f "$out/$run/latest_checkpoint.txt" ]; then
       cp -r "$prev/$run/checkpoint-$prev_steps" "$out/$run/"
       cp "$prev/$run/metrics.jsonl" "$out/$run/metrics.jsonl"  # the training curves go on from the previous stage's

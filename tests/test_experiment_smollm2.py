@@ -450,6 +450,59 @@ def test_an_added_run_names_the_settings_that_differ_and_every_run_its_margin(tm
         "GAPO, lists only, margin 0.1, 150 steps", "GAPO, lists only, no margin, lr 0.001, 150 steps", "GAPO, lists only, margin 0, G 16, 150 steps"]
 
 
+def test_a_continued_run_says_what_it_trained_with_before_and_what_changed(tmp_path):
+    """A stage of scripts/smollm2_longer.sh keeps the settings of the folder it resumed (stages/continued_from.json),
+    so a run trained 150 steps with margin 0 and then 75 without one is not labelled as 225 steps without one."""
+    import json
+
+    from gapo_lite.lab.smollm2_report import add_runs, load_results, models, run_label
+
+    base = load_results(_seed_folder(tmp_path, "base", 0, ["gapo_lists"], learning_rate=3e-4))
+    first = _seed_folder(tmp_path, "m0", 0, ["gapo_lists"], learning_rate=3e-4, invalid_margin=0.0)
+    later = _seed_folder(tmp_path, "m0v_225", 0, ["gapo_lists"], rl_steps=225, learning_rate=3e-4, invalid_margin=None)
+    same = _seed_folder(tmp_path, "m0_300", 0, ["gapo_lists"], rl_steps=300, learning_rate=3e-4, invalid_margin=0.0)
+    for stage, resumed in ((later, first), (same, first)):
+        (stage / "stages" / "continued_from.json").write_text((resumed / "stages" / "settings.json").read_text())
+    for folder in (later, same):
+        add_runs(base, load_results(folder), folder)
+    assert [run_label(base, n) for n in models(base)[1:]] == [
+        "GAPO, lists only, 150 steps", "GAPO, lists only, margin 0, 150 steps, then no margin to 225", "GAPO, lists only, margin 0, 300 steps"]
+    assert json.loads((later / "stages" / "continued_from.json").read_text())["invalid_margin"] == 0.0
+
+
+def test_the_longer_script_resumes_a_checkpoint_and_records_the_settings_it_was_trained_with(tmp_path):
+    """scripts/smollm2_longer.sh copies the resumed folder's checkpoint, its curves and its settings into the stage
+    (stages/continued_from.json), then runs the lab with that folder's recorded settings and SETS' overrides."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    prev = tmp_path / "runs" / "m0_s0"
+    (prev / "gapo_lists" / "checkpoint-150").mkdir(parents=True)
+    (prev / "pretrained").mkdir()
+    (prev / "gapo_lists" / "metrics.jsonl").write_text('{"step": 150}\n')
+    settings = {"seed": 0, "rl_steps": 150, "invalid_margin": 0.0, "learning_rate": 3e-4, "runs": ["gapo_lists"]}
+    for name, body in (("settings", settings), ("start", {"before": {}}), ("gapo_lists", {"measured": {}})):
+        (prev / "stages").mkdir(exist_ok=True)
+        (prev / "stages" / f"{name}.json").write_text(json.dumps(body))
+    # A python that records the lab's command line and runs everything else (the script's JSON helpers).
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python").write_text(f'#!/bin/bash\nif [ "$2" = gapo_lite.lab.smollm2 ]; then echo "$@" > {tmp_path}/lab_args; exit 0; fi\nexec {sys.executable} "$@"\n')
+    (bin_dir / "python").chmod(0o755)
+    script = Path(__file__).resolve().parents[1] / "scripts" / "smollm2_longer.sh"
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "FROM": "runs/m0_s0", "RUN": "gapo_lists", "PREFIX": "runs/m0v_s0",
+           "SETS": "--set invalid_margin=None"}
+    done = subprocess.run(["bash", str(script), "0", "225"], cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    stage = tmp_path / "runs" / "m0v_s0_225"
+    assert json.loads((stage / "stages" / "continued_from.json").read_text()) == settings
+    assert (stage / "gapo_lists" / "checkpoint-150").is_dir() and (stage / "gapo_lists" / "latest_checkpoint.txt").read_text().strip() == "checkpoint-150"
+    lab_args = (tmp_path / "lab_args").read_text().split()
+    assert "invalid_margin=0.0" in lab_args and "rl_steps=225" in lab_args and lab_args[-1] == "invalid_margin=None"
+
+
 def test_the_lab_can_train_on_the_lenient_reward_and_measure_by_the_clean_rule(tmp_path):
     from gapo_lite.lab.runner import RLRun
     from gapo_lite.lab.smollm2 import SmolSettings, rl_config

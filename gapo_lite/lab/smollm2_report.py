@@ -48,6 +48,8 @@ def load_results(path: Path) -> dict[str, Any]:
     if start is None or settings is None:
         raise FileNotFoundError(f"{path} holds neither results.json nor a measured start (stages/start.json)")
     results: dict[str, Any] = {"before": start["before"], "settings": settings, "stage_seconds": {"pretrain": start["seconds"]}, "complete": False}
+    if read("continued_from") is not None:  # the settings of the folder whose checkpoint scripts/smollm2_longer.sh resumed
+        results["continued_from"] = read("continued_from")
     quantized = read("start_nf4")
     if quantized is not None:
         results["before_nf4"] = quantized["measured"]
@@ -91,9 +93,18 @@ def steps_label(results: dict[str, Any], name: str, reference: dict[str, Any] | 
     s = results["settings"]
     vocabulary = ", WordNet" if name == "gapo" and s.get("open_share") and s.get("open_vocabulary", "word_lists") != "word_lists" else ""
     lenient = ", lenient reward" if s.get("reward_clean_answers") is False and s.get("clean_answers", True) else ""
-    differs = lambda key: s.get(key) is not None and key == "invalid_margin" if reference is None else s.get(key) != reference.get(key)
-    named = [none if s.get(key) is None else label.format(s.get(key)) for key, label, none in NAMED_SETTINGS if differs(key)]
+    previous = results.get("continued_from")
+    if previous is not None and _named_settings(s, previous):  # a stage of scripts/smollm2_longer.sh that changed a setting
+        changed = ", ".join(_named_settings(s, previous))
+        return f"{steps_label({**results, 'settings': previous, 'continued_from': None}, name, reference)}, then {changed} to {s['rl_steps']}"
+    named = _named_settings(s, reference)
     return ", ".join([f"{run_label(results, name)}{vocabulary}{lenient}", *named, f"{s['rl_steps']} steps"])
+
+
+def _named_settings(settings: dict[str, Any], reference: dict[str, Any] | None) -> list[str]:
+    """Labels of the :data:`NAMED_SETTINGS` in which ``settings`` differ from ``reference``; without one, the margin."""
+    differs = lambda key: settings.get(key) is not None and key == "invalid_margin" if reference is None else settings.get(key) != reference.get(key)
+    return [none if settings.get(key) is None else label.format(settings.get(key)) for key, label, none in NAMED_SETTINGS if differs(key)]
 
 
 def add_runs(results: dict[str, Any], other: dict[str, Any], path: Path) -> dict[str, Any]:
