@@ -463,6 +463,8 @@ def test_a_continued_run_says_what_it_trained_with_before_and_what_changed(tmp_p
     same = _seed_folder(tmp_path, "m0_300", 0, ["gapo_lists"], rl_steps=300, learning_rate=3e-4, invalid_margin=0.0)
     for stage, resumed in ((later, first), (same, first)):
         (stage / "stages" / "continued_from.json").write_text((resumed / "stages" / "settings.json").read_text())
+    # A finished folder is read from its results.json; the stage's continued_from.json still counts.
+    (later / "results.json").write_text(json.dumps({k: v for k, v in load_results(later).items() if k != "continued_from"}))
     for folder in (later, same):
         add_runs(base, load_results(folder), folder)
     assert [run_label(base, n) for n in models(base)[1:]] == [

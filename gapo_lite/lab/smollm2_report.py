@@ -40,16 +40,16 @@ def load_results(path: Path) -> dict[str, Any]:
     path = Path(path)
     if path.is_file():
         return regrade_guard({**json.loads(path.read_text()), "complete": True})
+    continued = path / "stages" / "continued_from.json"  # the settings of the folder whose checkpoint scripts/smollm2_longer.sh resumed
+    more = {"continued_from": json.loads(continued.read_text())} if continued.is_file() else {}
     if (path / "results.json").is_file():
-        return load_results(path / "results.json")
+        return {**load_results(path / "results.json"), **more}
     stages = path / "stages"
     read = lambda name: json.loads((stages / f"{name}.json").read_text()) if (stages / f"{name}.json").is_file() else None
     start, settings = read("start"), read("settings")
     if start is None or settings is None:
         raise FileNotFoundError(f"{path} holds neither results.json nor a measured start (stages/start.json)")
-    results: dict[str, Any] = {"before": start["before"], "settings": settings, "stage_seconds": {"pretrain": start["seconds"]}, "complete": False}
-    if read("continued_from") is not None:  # the settings of the folder whose checkpoint scripts/smollm2_longer.sh resumed
-        results["continued_from"] = read("continued_from")
+    results: dict[str, Any] = {"before": start["before"], "settings": settings, "stage_seconds": {"pretrain": start["seconds"]}, "complete": False, **more}
     quantized = read("start_nf4")
     if quantized is not None:
         results["before_nf4"] = quantized["measured"]
