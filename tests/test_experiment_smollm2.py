@@ -450,6 +450,16 @@ def test_an_added_run_names_the_settings_that_differ_and_every_run_its_margin(tm
         "GAPO, lists only, margin 0.1, 150 steps", "GAPO, lists only, no margin, lr 0.001, 150 steps", "GAPO, lists only, margin 0, G 16, 150 steps"]
 
 
+def test_a_run_on_the_lenient_reward_says_so_in_its_own_folder_too(tmp_path):
+    """A folder reported on its own (not added to another) still names the lenient reward it trained on."""
+    from gapo_lite.lab.smollm2_report import format_result_markdown, load_results
+
+    lenient = load_results(_seed_folder(tmp_path, "lenient", 0, ["gapo_lists"], reward_clean_answers=False, clean_answers=True))
+    clean = load_results(_seed_folder(tmp_path, "clean", 0, ["gapo_lists"], clean_answers=True))
+    assert "| 0 | GAPO, lists only, lenient reward |" in format_result_markdown([lenient])
+    assert "| 0 | GAPO, lists only |" in format_result_markdown([clean])
+
+
 def test_a_continued_run_says_what_it_trained_with_before_and_what_changed(tmp_path):
     """A stage of scripts/smollm2_longer.sh keeps the settings of the folder it resumed (stages/continued_from.json),
     so a run trained 150 steps with margin 0 and then 75 without one is not labelled as 225 steps without one."""

@@ -92,13 +92,12 @@ def steps_label(results: dict[str, Any], name: str, reference: dict[str, Any] | 
     that differ from ``reference`` (another folder's settings)."""
     s = results["settings"]
     vocabulary = ", WordNet" if name == "gapo" and s.get("open_share") and s.get("open_vocabulary", "word_lists") != "word_lists" else ""
-    lenient = ", lenient reward" if s.get("reward_clean_answers") is False and s.get("clean_answers", True) else ""
     previous = results.get("continued_from")
     if previous is not None and _named_settings(s, previous):  # a stage of scripts/smollm2_longer.sh that changed a setting
         changed = ", ".join(_named_settings(s, previous))
         return f"{steps_label({**results, 'settings': previous, 'continued_from': None}, name, reference)}, then {changed} to {s['rl_steps']}"
     named = _named_settings(s, reference)
-    return ", ".join([f"{run_label(results, name)}{vocabulary}{lenient}", *named, f"{s['rl_steps']} steps"])
+    return ", ".join([f"{run_label(results, name)}{vocabulary}", *named, f"{s['rl_steps']} steps"])
 
 
 def _named_settings(settings: dict[str, Any], reference: dict[str, Any] | None) -> list[str]:
@@ -398,11 +397,14 @@ def format_result_markdown(all_results: list[dict[str, Any]], summary: bool = Fa
 
 
 def run_label(results: dict[str, Any], name: str) -> str:
-    """A model's column name; the GAPO run says it mixed open prompts in when its settings did (``open_share``)."""
+    """A model's column name; the GAPO run says it mixed open prompts in when its settings did (``open_share``), and
+    a run says it trained on the lenient reward where it was measured by the clean rule (``reward_clean_answers``)."""
     if name in results.get("labels", {}) or name in results.get("added", {}):
         return results.get("labels", {}).get(name) or results["added"][name]["label"]
-    share = results.get("settings", {}).get("open_share") or 0
-    return f"GAPO, lists + {share:g} open" if name == "gapo" and share > 0 else LABELS[name]
+    s = results.get("settings", {})
+    share = s.get("open_share") or 0
+    lenient = ", lenient reward" if s.get("reward_clean_answers") is False and s.get("clean_answers", True) else ""
+    return (f"GAPO, lists + {share:g} open" if name == "gapo" and share > 0 else LABELS[name]) + lenient
 
 
 # Issue 34's targets for a GAPO run from its start: the held-out lists spread and stay valid, the open suite gains
