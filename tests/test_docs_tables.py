@@ -514,19 +514,20 @@ def test_smollm2_lead_result_is_what_the_report_prints():
 
 def test_smollm2_probes_are_what_the_report_prints():
     """docs/smollm2.md's probes: the tables and the damage checks as smollm2_report prints them from
-    docs/results/smollm2_probes.json (seed 0) and smollm2_probes_s1.json, every probe from the lead's warmed start
-    of its seed; and the figures docs/reward.md quotes for the invalid margin, from that record."""
+    docs/results/smollm2_probes.json (seed 0), smollm2_probes_s1.json and smollm2_probes_lenient.json, every probe from
+    the lead's warmed start of its seed; and the figures docs/reward.md quotes for the invalid margin, from that record."""
     from gapo_lite.lab.smollm2 import _value
     from gapo_lite.lab.smollm2_report import damage_lines, format_result_markdown, models, run_label
 
-    seeds, lead = [recorded_json("smollm2_probes.json"), recorded_json("smollm2_probes_s1.json")], recorded_json("smollm2_clean.json")
+    seeds = [recorded_json(f"smollm2_probes{name}.json") for name in ("", "_s1", "_lenient")]
+    lead = recorded_json("smollm2_clean.json")
     probes = between(page("smollm2.md"), "probes")
     for record in seeds:
         assert format_result_markdown(record) in probes
         for line in (line for results in record for line in damage_lines(results)):
             assert line in probes, line
     starts = lambda rs: {r["settings"]["seed"]: (r["before"]["heldout_jsd"], r["before"]["heldout_valid_rate"], r["before"]["guard"]["accuracy"]) for r in rs}
-    assert starts(seeds[0] + seeds[1]) == starts(lead)
+    assert starts(seeds[0] + seeds[1]) == starts(lead) and starts(seeds[2]) == starts(seeds[0])
     seed0 = seeds[0][0]
     margin0 = next(seed0[n] for n in models(seed0) if run_label(seed0, n) == "GAPO, lists only, margin 0, 150 steps")
     quoted = (f"JSD {seed0['before']['heldout_jsd']:.3f} -> {margin0['heldout_jsd']:.3f}",

@@ -27,7 +27,7 @@ from typing import Any
 from gapo_lite.eval.open_ended import VALIDATORS
 from gapo_lite.lab.plots import save
 from gapo_lite.lab.runner import table
-from gapo_lite.lab.smollm2 import LABELS, format_table
+from gapo_lite.lab.smollm2 import LABELS, REWARDS, format_table
 
 VALIDATOR_LABELS = {"word_lists": "kit's word lists", "open": "open vocabularies", "short": "short-answer rule"}
 WORDNET_LABEL = "open vocabularies and WordNet"  # the rule of records rescored with --open-validator wordnet, shown beside the three
@@ -403,7 +403,8 @@ def run_label(results: dict[str, Any], name: str) -> str:
         return results.get("labels", {}).get(name) or results["added"][name]["label"]
     s = results.get("settings", {})
     share = s.get("open_share") or 0
-    lenient = ", lenient reward" if s.get("reward_clean_answers") is False and s.get("clean_answers", True) else ""
+    trained = name in REWARDS  # an RL run, not a start
+    lenient = ", lenient reward" if trained and s.get("reward_clean_answers") is False and s.get("clean_answers", True) else ""
     return (f"GAPO, lists + {share:g} open" if name == "gapo" and share > 0 else LABELS[name]) + lenient
 
 
