@@ -15,6 +15,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gapo_lite.rewards.invalid import lifted
+
 _TOLERANCE = 1e-6
 
 
@@ -30,12 +32,13 @@ def _check(shares: Sequence[float], num_valid: int) -> None:
 
 
 def _invalid(favourite: float, invalid_reward: float, invalid_margin: float | None) -> float:
-    """What an invalid answer scores: the constant, or the favourite's reward minus the margin."""
+    """What an invalid answer scores: the constant, or as the reward scores it under a margin (the favourite's
+    reward minus the margin, never below the constant; :func:`gapo_lite.rewards.invalid.lifted`)."""
     if invalid_margin is None:
         return invalid_reward
     if invalid_margin < 0:
         raise ValueError(f"invalid_margin must be >= 0 or None, got {invalid_margin}")
-    return favourite - invalid_margin
+    return lifted(invalid_reward, favourite, invalid_margin)
 
 
 def mode_pressure(shares: Sequence[float], valid_rate: float, num_valid: int, invalid_reward: float = -1.0,
@@ -62,7 +65,7 @@ def validity_threshold(shares: Sequence[float], num_valid: int, invalid_reward: 
 
     ``(1 + 1/L - d - r_inv) / (1 + 1/L - S - r_inv)``; about 0.93 for d = 0.9, L = 8, r_inv = -1. A value
     above 1 means even an always-valid model is not spread (e.g. a single answer with all the mass). With
-    ``invalid_margin`` m it is ``m / (d - S + m)``: 0 for m = 0.
+    ``invalid_margin`` m it is ``m / (d - S + m)`` while the favourite's reward minus m stays above ``r_inv``: 0 for m = 0.
     """
     _check(shares, num_valid)
     inv_l = 1.0 / num_valid

@@ -78,6 +78,18 @@ def test_the_diagnostic_reads_the_margin():
         mode_pressure(shares, 0.6, 4, invalid_margin=-1.0)
 
 
+def test_the_diagnostic_scores_an_invalid_answer_as_the_reward_does_when_the_margin_is_large():
+    """A margin wider than the favourite's reward above the constant leaves an invalid answer at the constant, in
+    the reward and in the diagnostic alike."""
+    from gapo_lite.diagnostics import mode_pressure
+    from gapo_lite.rewards import FrequencyScorer, Group, InvalidBelowMode
+
+    group = Group("p0", "Pick one: Owl, Cat, Dog.", ["Owl", "Owl", "Owl", "Cat", "Bat"], {"items": ["Owl", "Cat", "Dog"]})
+    assert InvalidBelowMode(FrequencyScorer(invalid_reward=-1.0), margin=5.0)(group)[-1] == -1.0
+    shares = [0.75, 0.25, 0.0]
+    assert mode_pressure(shares, 0.8, 3, invalid_margin=5.0) == pytest.approx(mode_pressure(shares, 0.8, 3))
+
+
 def test_the_trainer_wraps_gapo_scorers_and_leaves_the_validity_baseline_alone():
     from gapo_lite.training.trainer import make_scorer
 

@@ -24,6 +24,15 @@ from typing import Any
 from gapo_lite.rewards.group import Group
 
 
+def lifted(invalid: float, lowest_valid: float, margin: float) -> float:
+    """An invalid answer's reward under a margin: the lowest valid reward minus ``margin``, never below ``invalid``.
+
+    >>> lifted(-1.0, 0.75, 0.25), lifted(-1.0, 0.75, 2.0)
+    (0.5, -1.0)
+    """
+    return max(invalid, lowest_valid - margin)
+
+
 class InvalidBelowMode:
     """``scorer``'s rewards, each invalid answer (``scorer.answers`` gives ``None``) lifted to the group's lowest
     valid reward minus ``margin`` (never below what ``scorer`` gave it); a group with no valid answer keeps
@@ -44,5 +53,5 @@ class InvalidBelowMode:
         valid = [a is not None for a in self.answers(group)]
         if not any(valid):
             return rewards
-        floor = min(r for r, ok in zip(rewards, valid) if ok) - self.margin
-        return [r if ok else max(r, floor) for r, ok in zip(rewards, valid)]
+        lowest = min(r for r, ok in zip(rewards, valid) if ok)
+        return [r if ok else lifted(r, lowest, self.margin) for r, ok in zip(rewards, valid)]
