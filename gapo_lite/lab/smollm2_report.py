@@ -40,11 +40,11 @@ def load_results(path: Path) -> dict[str, Any]:
     path = Path(path)
     if path.is_file():
         return regrade_guard({**json.loads(path.read_text()), "complete": True})
-    continued = path / "stages" / "continued_from.json"  # the settings of the folder whose checkpoint scripts/smollm2_longer.sh resumed
+    stages = path / "stages"
+    continued = stages / "continued_from.json"  # the settings of the folder whose checkpoint scripts/smollm2_longer.sh resumed
     more = {"continued_from": json.loads(continued.read_text())} if continued.is_file() else {}
     if (path / "results.json").is_file():
         return {**load_results(path / "results.json"), **more}
-    stages = path / "stages"
     read = lambda name: json.loads((stages / f"{name}.json").read_text()) if (stages / f"{name}.json").is_file() else None
     start, settings = read("start"), read("settings")
     if start is None or settings is None:
@@ -93,17 +93,20 @@ def steps_label(results: dict[str, Any], name: str, reference: dict[str, Any] | 
     s = results["settings"]
     vocabulary = ", WordNet" if name == "gapo" and s.get("open_share") and s.get("open_vocabulary", "word_lists") != "word_lists" else ""
     previous = results.get("continued_from")
-    if previous is not None and _named_settings(s, previous):  # a stage of scripts/smollm2_longer.sh that changed a setting
-        changed = ", ".join(_named_settings(s, previous))
-        return f"{steps_label({**results, 'settings': previous, 'continued_from': None}, name, reference)}, then {changed} to {s['rl_steps']}"
+    changed = _named_settings(s, previous) if previous is not None else []
+    if changed:  # a stage of scripts/smollm2_longer.sh that changed a setting
+        return f"{steps_label({**results, 'settings': previous, 'continued_from': None}, name, reference)}, then {', '.join(changed)} to {s['rl_steps']}"
     named = _named_settings(s, reference)
     return ", ".join([f"{run_label(results, name)}{vocabulary}", *named, f"{s['rl_steps']} steps"])
 
 
 def _named_settings(settings: dict[str, Any], reference: dict[str, Any] | None) -> list[str]:
     """Labels of the :data:`NAMED_SETTINGS` in which ``settings`` differ from ``reference``; without one, the margin."""
-    differs = lambda key: settings.get(key) is not None and key == "invalid_margin" if reference is None else settings.get(key) != reference.get(key)
-    return [none if settings.get(key) is None else label.format(settings.get(key)) for key, label, none in NAMED_SETTINGS if differs(key)]
+    if reference is None:
+        keys = ["invalid_margin"] if settings.get("invalid_margin") is not None else []
+    else:
+        keys = [key for key, _, _ in NAMED_SETTINGS if settings.get(key) != reference.get(key)]
+    return [none if settings.get(key) is None else label.format(settings.get(key)) for key, label, none in NAMED_SETTINGS if key in keys]
 
 
 def add_runs(results: dict[str, Any], other: dict[str, Any], path: Path) -> dict[str, Any]:
