@@ -15,8 +15,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gapo_lite.rewards.invalid import lifted
-
 _TOLERANCE = 1e-6
 
 
@@ -31,9 +29,19 @@ def _check(shares: Sequence[float], num_valid: int) -> None:
         raise ValueError(f"num_valid (L) = {num_valid} is smaller than the number of shares ({len(shares)})")
 
 
+def lifted(invalid: float, lowest_valid: float, margin: float) -> float:
+    """An invalid answer's reward under a margin: the lowest valid reward minus ``margin``, never below ``invalid``
+    (``gapo_lite.rewards.InvalidBelowMode`` scores by it, so the diagnostic reads the reward trained with).
+
+    >>> lifted(-1.0, 0.75, 0.25), lifted(-1.0, 0.75, 2.0)
+    (0.5, -1.0)
+    """
+    return max(invalid, lowest_valid - margin)
+
+
 def _invalid(favourite: float, invalid_reward: float, invalid_margin: float | None) -> float:
     """What an invalid answer scores: the constant, or as the reward scores it under a margin (the favourite's
-    reward minus the margin, never below the constant; :func:`gapo_lite.rewards.invalid.lifted`)."""
+    reward minus the margin, never below the constant; :func:`lifted`)."""
     if invalid_margin is None:
         return invalid_reward
     if invalid_margin < 0:
