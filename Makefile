@@ -45,6 +45,7 @@ bench: $(STAMP)  ## every benchmark the README lists
 	$(BIN)/python benchmarks/threads.py  # the demo: one vs two torch threads
 	$(BIN)/python benchmarks/smollm2_step.py  # SmolLM2: a GAPO step with the shared prompt vs TRL's path (needs scripts/get_smollm2.sh)
 	$(BIN)/python benchmarks/shared_prompt_checkpointing.py  # SmolLM2 with gradient checkpointing: shared prompt vs TRL's path vs no checkpointing
+	$(BIN)/python benchmarks/shared_prefix_generation.py --prompts 2 4 --rounds 3  # SmolLM2: a step's prompts decoded in one loop vs one loop each
 	$(BIN)/python benchmarks/demo_seeds.py  # ~19 min: the demo on seeds 0, 1, 2
 
 clean:

@@ -150,30 +150,25 @@ def prompt_groups(input_ids: Any, attention_mask: Any, prompt_length: int) -> li
 def generate_shared_prefix(model: Any, input_ids: Any, attention_mask: Any, *, generate: Any = None, **kwargs: Any) -> Any:
     """``model.generate`` on a left-padded batch, each distinct prompt (ids and mask) prefilled once.
 
-    Rows that repeat a prompt (GAPO's G completions, an evaluation's n samples) get a copy of its KV cache;
-    positions follow the attention mask as ``generate`` sets them. Returns prompt + completion ids in the
-    rows' order, groups that stopped early padded on the right with ``pad_token_id``. ``generate``: the
-    generation method to call (default ``model.generate``).
+    The distinct prompts are prefilled together, one row each, and every row of the batch (GAPO's G
+    completions of a prompt, an evaluation's n samples) gets a copy of its prompt's KV cache; then one
+    ``generate`` call decodes all rows at once, as it would without sharing: a step with 8 prompts is one
+    decoding loop, not 8. Positions follow the attention mask as ``generate`` sets them. Returns prompt +
+    completion ids in the rows' order. ``generate``: the generation method to call (default ``model.generate``).
     """
     import torch
 
     generate = generate or model.generate
-    pad = kwargs.get("pad_token_id")
-    if pad is None and "generation_config" in kwargs:
-        pad = kwargs["generation_config"].pad_token_id
     groups = prompt_groups(input_ids, attention_mask, input_ids.shape[1])
     if input_ids.shape[1] < 2 or len(groups) == input_ids.shape[0]:  # nothing to share
         return generate(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
-    outputs: dict[int, Any] = {}
-    for rows in groups:
-        ids, mask = input_ids[rows[:1]], attention_mask[rows[:1]]
-        positions = (mask.long().cumsum(-1) - 1).clamp(min=0)
-        cache = model(input_ids=ids[:, :-1], attention_mask=mask[:, :-1], position_ids=positions[:, :-1], use_cache=True, logits_to_keep=1).past_key_values
-        cache.batch_repeat_interleave(len(rows))
-        out = generate(input_ids=ids.repeat(len(rows), 1), attention_mask=mask.repeat(len(rows), 1), past_key_values=cache, **kwargs)
-        outputs.update(zip(rows.tolist(), out))
-    width = max(o.shape[0] for o in outputs.values())
-    if any(o.shape[0] < width for o in outputs.values()) and pad is None:
-        raise ValueError("generate_shared_prefix: groups stopped at different lengths and no pad_token_id was given to pad them")
-    rows = [torch.nn.functional.pad(outputs[i], (0, width - outputs[i].shape[0]), value=pad if pad is not None else 0) for i in range(len(outputs))]
-    return torch.stack(rows)
+    firsts = torch.stack([rows[0] for rows in groups])
+    ids, mask = input_ids[firsts], attention_mask[firsts]
+    positions = (mask.long().cumsum(-1) - 1).clamp(min=0)
+    # The last prompt token is left for generate: its logits start the completion.
+    cache = model(input_ids=ids[:, :-1], attention_mask=mask[:, :-1], position_ids=positions[:, :-1], use_cache=True, logits_to_keep=1).past_key_values
+    prompt_of_row = torch.empty(input_ids.shape[0], dtype=torch.long, device=input_ids.device)
+    for prompt, rows in enumerate(groups):
+        prompt_of_row[rows] = prompt
+    cache.reorder_cache(prompt_of_row)  # beam search's reindexing: row i gets a copy of its prompt's cache
+    return generate(input_ids=input_ids, attention_mask=attention_mask, past_key_values=cache, **kwargs)

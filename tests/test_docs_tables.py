@@ -174,6 +174,29 @@ def test_smollm2_step_benchmark_as_recorded():
     assert recorded.startswith("GAPO step, 1 prompt x 16 completions") and recorded in page("smollm2.md")
 
 
+def test_smollm2_budget_baseline_as_recorded():
+    """The lead's budget quotes the baseline's stage time, its held-out JSD and its open suite from its record."""
+    from gapo_lite.lab.smollm2 import _value
+
+    (base,) = recorded_json("smollm2_budget_baseline.json")
+    seconds, run = base["stage_seconds"]["grpo_baseline"], base["grpo_baseline"]
+    lead = " ".join(between(page("smollm2.md"), "lead").split())  # the page's line breaks as spaces
+    assert f"{seconds:.0f} s for its 150 steps ({seconds / 150:.2f} s a step)" in lead
+    assert (f"held-out JSD {run['heldout_jsd']:.3f}, open valid Unique@100 {_value(run, 'open.mean_unique_valid'):.1f} against the start's "
+            f"{_value(base['before'], 'open.mean_unique_valid'):.1f}") in lead
+    assert run["heldout_jsd"] >= 0.3 and _value(run, "open.mean_unique_valid") <= _value(base["before"], "open.mean_unique_valid")
+
+
+def test_generation_benchmark_as_recorded():
+    """The generation benchmark's tables on the SmolLM2 page are the ones recorded from its output, and the
+    sentence that quotes them reads the recorded medians."""
+    recorded = (DOCS / "results" / "shared_prefix_generation.txt").read_text(encoding="utf-8").strip()
+    assert recorded.startswith("SmolLM2-135M, 2 threads, G = 32") and recorded in page("smollm2.md")
+    two_prompts = next(line.split() for line in recorded.splitlines() if line.split()[:1] == ["2"])  # the sampled-length table's
+    padded, loop, shared = (cell.removesuffix("s") for cell in two_prompts[1:4])
+    assert f"{shared} s a step against {loop} s" in page("smollm2.md") and float(shared) < float(loop) < float(padded)
+
+
 @pytest.mark.parametrize("name, stage", [("smollm2_longer.json", 250), ("smollm2_t07_longer.json", 300), ("smollm2_p2_longer.json", 300)])
 def test_smollm2_longer_tables_as_printed(name, stage):
     """The continued GAPO runs' tables (one per seed), as ``smollm2_report --longer`` prints them."""
@@ -514,12 +537,12 @@ def test_smollm2_lead_result_is_what_the_report_prints():
 
 def test_smollm2_probes_are_what_the_report_prints():
     """docs/smollm2.md's probes: the tables and the damage checks as smollm2_report prints them from
-    docs/results/smollm2_probes.json (seed 0), smollm2_probes_s1.json and smollm2_probes_lenient.json, every probe from
+    docs/results/smollm2_probes.json (seed 0), smollm2_probes_s1.json and smollm2_probes_2threads.json, every probe from
     the lead's warmed start of its seed; and the figures docs/reward.md quotes for the invalid margin, from that record."""
     from gapo_lite.lab.smollm2 import _value
     from gapo_lite.lab.smollm2_report import damage_lines, format_result_markdown, models, run_label
 
-    seeds = [recorded_json(f"smollm2_probes{name}.json") for name in ("", "_s1", "_lenient")]
+    seeds = [recorded_json(f"smollm2_probes{name}.json") for name in ("", "_s1", "_2threads")]
     lead = recorded_json("smollm2_clean.json")
     probes = between(page("smollm2.md"), "probes")
     for record in seeds:

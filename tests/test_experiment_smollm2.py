@@ -446,8 +446,11 @@ def test_an_added_run_names_the_settings_that_differ_and_every_run_its_margin(tm
     add_runs(base, load_results(_seed_folder(tmp_path, "fast", 0, ["gapo_lists"], learning_rate=1e-3, num_generations=32)), tmp_path / "fast")
     add_runs(base, load_results(_seed_folder(tmp_path, "wide", 0, ["gapo_lists"], learning_rate=3e-4, num_generations=16, invalid_margin=0.0)),
              tmp_path / "wide")
+    add_runs(base, load_results(_seed_folder(tmp_path, "again", 0, ["gapo_lists"], learning_rate=3e-4, num_generations=32, invalid_margin=0.1,
+                                             rl_seed=1)), tmp_path / "again")
     assert [run_label(base, n) for n in models(base)[1:]] == [
-        "GAPO, lists only, margin 0.1, 150 steps", "GAPO, lists only, no margin, lr 0.001, 150 steps", "GAPO, lists only, margin 0, G 16, 150 steps"]
+        "GAPO, lists only, margin 0.1, 150 steps", "GAPO, lists only, no margin, lr 0.001, 150 steps", "GAPO, lists only, margin 0, G 16, 150 steps",
+        "GAPO, lists only, RL seed 1, 150 steps"]
 
 
 def test_a_run_on_the_lenient_reward_says_so_in_its_own_folder_too(tmp_path):

@@ -152,6 +152,8 @@ def test_rows_that_share_nothing_take_trls_path(lora_model, monkeypatch):
 
 def test_generation_with_shared_prompts_matches_plain_generate(lora_model):
     """Greedy decoding of a left-padded batch of two prompts, each repeated: the same ids either way."""
+    from transformers import GenerationConfig
+
     from gapo_lite.training.shared_prompt import share_prompts_in_generation
 
     model = lora_model
@@ -161,13 +163,18 @@ def test_generation_with_shared_prompts_matches_plain_generate(lora_model):
     ids = torch.cat([a, b, a, a, b])
     mask = torch.ones_like(ids)
     mask[[1, 4], :2] = 0
-    kwargs = dict(max_new_tokens=5, do_sample=False, pad_token_id=0, eos_token_id=None)
+    # As TRL calls it: everything in a generation config (other keyword arguments take generate's own path).
+    kwargs = dict(generation_config=GenerationConfig(max_new_tokens=5, do_sample=False, pad_token_id=0, eos_token_id=None))
     with torch.no_grad():
         want = model.generate(input_ids=ids, attention_mask=mask, **kwargs)
+        calls = []
+        plain = model.generate
+        model.generate = lambda **kw: calls.append(kw["input_ids"].shape[0]) or plain(**kw)
         share_prompts_in_generation(model)
         try:
             got = model.generate(input_ids=ids, attention_mask=mask, **kwargs)
         finally:
             del model.generate  # back to the class's method for the other tests
     assert torch.equal(got, want)
+    assert calls == [5]  # the two prompts decode in one loop over all five rows, not one loop per prompt
 

@@ -83,7 +83,8 @@ def models(results: dict[str, Any]) -> list[str]:
 # Settings a run added from another folder names in its label where they differ from the first folder's.
 # (key, label of a value, label of None: the recipe's value)
 NAMED_SETTINGS = (("invalid_margin", "margin {:g}", "no margin"), ("invalid_reward", "invalid {:g}", "invalid -1"), ("learning_rate", "lr {:g}", "recipe's lr"),
-                  ("rl_temperature", "T {:g}", "recipe's T"), ("prompts_per_step", "{} prompts", "recipe's prompts"), ("num_generations", "G {}", "recipe's G"))
+                  ("rl_temperature", "T {:g}", "recipe's T"), ("prompts_per_step", "{} prompts", "recipe's prompts"), ("num_generations", "G {}", "recipe's G"),
+                  ("rl_seed", "RL seed {}", "RL seed as the seed"))
 
 
 def steps_label(results: dict[str, Any], name: str, reference: dict[str, Any] | None = None) -> str:
