@@ -537,20 +537,25 @@ def test_smollm2_lead_result_is_what_the_report_prints():
 
 def test_smollm2_probes_are_what_the_report_prints():
     """docs/smollm2.md's probes: the tables and the damage checks as smollm2_report prints them from
-    docs/results/smollm2_probes.json (seed 0), smollm2_probes_s1.json and smollm2_probes_2threads.json, every probe from
-    the lead's warmed start of its seed; and the figures docs/reward.md quotes for the invalid margin, from that record."""
+    docs/results/smollm2_probes.json (seed 0), smollm2_probes_s1.json, smollm2_probes_2threads.json and
+    smollm2_probes_explore(_s1).json, every probe from the lead's warmed start of its seed, with the training groups
+    where the record has them; and the figures docs/reward.md quotes for the invalid margin, from that record."""
     from gapo_lite.lab.smollm2 import _value
-    from gapo_lite.lab.smollm2_report import damage_lines, format_result_markdown, models, run_label
+    from gapo_lite.lab.smollm2_report import damage_lines, format_result_markdown, format_training_table, models, run_label
 
-    seeds = [recorded_json(f"smollm2_probes{name}.json") for name in ("", "_s1", "_2threads")]
+    seeds = [recorded_json(f"smollm2_probes{name}.json") for name in ("", "_s1", "_2threads", "_explore", "_explore_s1")]
     lead = recorded_json("smollm2_clean.json")
     probes = between(page("smollm2.md"), "probes")
     for record in seeds:
         assert format_result_markdown(record) in probes
         for line in (line for results in record for line in damage_lines(results)):
             assert line in probes, line
+        for results in record:
+            assert "training" not in results or format_training_table(results["training"]) in probes
     starts = lambda rs: {r["settings"]["seed"]: (r["before"]["heldout_jsd"], r["before"]["heldout_valid_rate"], r["before"]["guard"]["accuracy"]) for r in rs}
-    assert starts(seeds[0] + seeds[1]) == starts(lead) and starts(seeds[2]) == starts(seeds[0])
+    assert starts(seeds[0] + seeds[1]) == starts(lead) and starts(seeds[2]) == starts(seeds[3]) == starts(seeds[0])
+    assert starts(seeds[4]) == starts(seeds[1])
+    assert all(len(r["training"]) >= 2 for r in seeds[3] + seeds[4])  # the explore records carry their training groups
     seed0 = seeds[0][0]
     margin0 = next(seed0[n] for n in models(seed0) if run_label(seed0, n) == "GAPO, lists only, margin 0, 150 steps")
     quoted = (f"JSD {seed0['before']['heldout_jsd']:.3f} -> {margin0['heldout_jsd']:.3f}",
@@ -558,3 +563,16 @@ def test_smollm2_probes_are_what_the_report_prints():
               f"end of turn {_value(seed0['before'], 'open.mean_end_rate'):.3f} -> {_value(margin0, 'open.mean_end_rate'):.3f}")
     for text in quoted:
         assert text in page("reward.md"), text
+
+
+def test_smollm2_training_category_lists_are_what_the_script_printed():
+    """docs/smollm2.md's training-category tables are what scripts/smollm2_train_lists.py printed into
+    docs/results/smollm2_train_lists_s0.json / _s1.json, each measuring its start first."""
+    spec = importlib.util.spec_from_file_location("smollm2_train_lists", Path(__file__).parents[1] / "scripts" / "smollm2_train_lists.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    probes = between(page("smollm2.md"), "probes")
+    for seed in (0, 1):
+        rows = recorded_json(f"smollm2_train_lists_s{seed}.json")
+        assert rows[0]["model"].endswith(": start") and len(rows) >= 3
+        assert script.format_rows(rows) in probes

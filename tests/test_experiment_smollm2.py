@@ -448,9 +448,12 @@ def test_an_added_run_names_the_settings_that_differ_and_every_run_its_margin(tm
              tmp_path / "wide")
     add_runs(base, load_results(_seed_folder(tmp_path, "again", 0, ["gapo_lists"], learning_rate=3e-4, num_generations=32, invalid_margin=0.1,
                                              rl_seed=1)), tmp_path / "again")
+    for prompts in (1, 4):
+        add_runs(base, load_results(_seed_folder(tmp_path, f"p{prompts}", 0, ["gapo_lists"], learning_rate=3e-4, num_generations=32,
+                                                 invalid_margin=0.1, prompts_per_step=prompts)), tmp_path / f"p{prompts}")
     assert [run_label(base, n) for n in models(base)[1:]] == [
         "GAPO, lists only, margin 0.1, 150 steps", "GAPO, lists only, no margin, lr 0.001, 150 steps", "GAPO, lists only, margin 0, G 16, 150 steps",
-        "GAPO, lists only, RL seed 1, 150 steps"]
+        "GAPO, lists only, RL seed 1, 150 steps", "GAPO, lists only, 1 prompt, 150 steps", "GAPO, lists only, 4 prompts, 150 steps"]
 
 
 def test_a_run_on_the_lenient_reward_says_so_in_its_own_folder_too(tmp_path):
@@ -526,3 +529,49 @@ def test_the_lab_can_train_on_the_lenient_reward_and_measure_by_the_clean_rule(t
     assert rl_config(SmolSettings(), tmp_path, tmp_path / "r", run).clean_answers is True
     lenient = SmolSettings(reward_clean_answers=False)
     assert rl_config(lenient, tmp_path, tmp_path / "r", run).clean_answers is False and lenient.clean_answers is True  # measured clean
+
+
+def test_the_training_table_reads_first_and_last_steps_of_each_run(tmp_path):
+    """The report's training-groups table averages the hook's logged metrics over the first and the last steps of each
+    run, and says "not logged" for a metric an older run lacks."""
+    import json
+
+    from gapo_lite.lab.smollm2_report import format_training_table, training_groups
+
+    run = tmp_path / "arm_s0" / "gapo_lists"
+    run.mkdir(parents=True)
+    rows = [{"step": i, "gapo_frequency/distinct_per_group": float(i), "gapo_frequency/valid_rate": 0.5,
+             "gapo_frequency/mode_pressure": -0.1 if i > 2 else 0.2} for i in range(1, 7)]
+    rows.insert(3, {"step": 3, "train_runtime": 1.0})  # a row without the hook's metrics (TRL's last log) is skipped
+    (run / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    old = tmp_path / "old_s0" / "gapo"
+    old.mkdir(parents=True)
+    (old / "metrics.jsonl").write_text(json.dumps({"step": 1, "gapo_tasks/distinct_per_group": 2.0, "gapo_tasks/valid_rate": 1.0}))
+    [(label, summary)] = training_groups(tmp_path / "arm_s0", first=2, last=3)
+    assert label == "arm_s0/gapo_lists"
+    assert summary["distinct_per_group"] == pytest.approx((1.5, 5.0)) and summary["mode_pressure"] == pytest.approx((0.2, -0.1))
+    table = format_training_table(training_groups(tmp_path / "arm_s0", 2, 3) + training_groups(tmp_path / "old_s0", 2, 3), first=2, last=3)
+    assert "| arm_s0/gapo_lists | 1.500 -> 5.000 | 0.500 -> 0.500 | 0.200 -> -0.100 |" in table
+    assert "| old_s0/gapo | 2.000 -> 2.000 | 1.000 -> 1.000 | not logged |" in table
+
+
+def _train_lists_script():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("smollm2_train_lists", Path(__file__).parents[1] / "scripts" / "smollm2_train_lists.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_training_category_script_refuses_a_folder_without_a_start_before_loading(tmp_path, capsys):
+    """scripts/smollm2_train_lists.py: a folder that is not an experiment folder with a start is one line, before any model loads."""
+    (tmp_path / "half" / "stages").mkdir(parents=True)
+    with pytest.raises(SystemExit) as stop:
+        _train_lists_script().main([str(tmp_path / "half")])
+    assert stop.value.code == 2 and "not an experiment folder with a start" in capsys.readouterr().err
+
+
+def test_training_category_table_rounds_each_row():
+    rows = [{"model": "s: start", "train_jsd": 0.34649, "train_valid_rate": 0.8666}, {"model": "s/gapo_lists", "train_jsd": 0.2891, "train_valid_rate": 0.938}]
+    assert _train_lists_script().format_rows(rows).splitlines()[2:] == ["| s: start | 0.346 | 0.867 |", "| s/gapo_lists | 0.289 | 0.938 |"]

@@ -81,6 +81,16 @@ def test_logs_group_metrics():
 
     h = -(2 / 3) * math.log2(2 / 3) - (1 / 3) * math.log2(1 / 3)
     assert logged["gapo_frequency/group_entropy"] == pytest.approx(h / 2)
+    # the favourite's reward minus the group's mean: Owl 1 - (2/3 - 1/3) against (2 Owl + Cat 1 + zz -1) / 4 in the
+    # first group (the -1 makes the favourite pay: positive), 0 in the all-Dog group
+    owl = 1 - (2 / 3 - 1 / 3)
+    assert logged["gapo_frequency/mode_pressure"] == pytest.approx((owl - (2 * owl + 1 - 1) / 4 + 0) / 2)
+
+
+def test_logged_mode_pressure_is_negative_when_gapo_spreads():
+    logged = {}
+    GroupReward(num_generations=4)(**trl_call([["Owl", "Owl", "Cat", "Dog"]]), log_metric=lambda k, v: logged.setdefault(k, v))
+    assert logged["gapo_frequency/mode_pressure"] == pytest.approx(0.75 - (2 * 0.75 + 1 + 1) / 4)
 
 
 GROUPS = [["Owl", "Owl", "Cat"], ["Dog", "zz", "Dog"], ["Cat", "Owl", "Dog"], ["Owl"] * 3]

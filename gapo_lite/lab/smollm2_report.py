@@ -81,9 +81,10 @@ def models(results: dict[str, Any]) -> list[str]:
 
 
 # Settings a run added from another folder names in its label where they differ from the first folder's.
-# (key, label of a value, label of None: the recipe's value)
+# (key, label of a value: a format string or a function of the value, label of None: the recipe's value)
 NAMED_SETTINGS = (("invalid_margin", "margin {:g}", "no margin"), ("invalid_reward", "invalid {:g}", "invalid -1"), ("learning_rate", "lr {:g}", "recipe's lr"),
-                  ("rl_temperature", "T {:g}", "recipe's T"), ("prompts_per_step", "{} prompts", "recipe's prompts"), ("num_generations", "G {}", "recipe's G"),
+                  ("rl_temperature", "T {:g}", "recipe's T"), ("prompts_per_step", lambda n: f"{n} prompt{'' if n == 1 else 's'}", "recipe's prompts"),
+                  ("num_generations", "G {}", "recipe's G"),
                   ("rl_seed", "RL seed {}", "RL seed as the seed"))
 
 
@@ -107,7 +108,10 @@ def _named_settings(settings: dict[str, Any], reference: dict[str, Any] | None) 
         keys = ["invalid_margin"] if settings.get("invalid_margin") is not None else []
     else:
         keys = [key for key, _, _ in NAMED_SETTINGS if settings.get(key) != reference.get(key)]
-    return [none if settings.get(key) is None else label.format(settings.get(key)) for key, label, none in NAMED_SETTINGS if key in keys]
+    def text(label: Any, value: Any) -> str:  # a format string, or a callable where the wording depends on the value
+        return label(value) if callable(label) else label.format(value)
+
+    return [none if settings.get(key) is None else text(label, settings.get(key)) for key, label, none in NAMED_SETTINGS if key in keys]
 
 
 def add_runs(results: dict[str, Any], other: dict[str, Any], path: Path) -> dict[str, Any]:
@@ -241,6 +245,49 @@ def plot_curves(run_dirs: list[Path], path: Path, window: int = 20) -> Path:
                 smooth = [sum(values[max(0, i - window + 1): i + 1]) / len(values[max(0, i - window + 1): i + 1]) for i in range(len(values))]
                 ax.plot([r["step"] for r in rows], smooth, label=label)
     return _two_panels(fig, path, ("distinct valid answers per group", "valid share of the group"), "GAPO / GRPO step", fontsize=7)
+
+
+TRAINING_KEYS = (("distinct_per_group", "distinct valid answers per group"), ("valid_rate", "valid share"),
+                 ("mode_pressure", "mode pressure (< 0: pushes the favourite down)"))
+
+
+def training_groups(run_dir: Path, first: int = 30, last: int = 100) -> list[tuple[str, dict[str, tuple[float, float] | None]]]:
+    """Per RL run of a folder: the hook's logged group metrics (:data:`TRAINING_KEYS`) averaged over the first
+    ``first`` and the last ``last`` steps; ``None`` for a metric the run did not log (mode pressure is logged
+    since issue 34)."""
+    out = []
+    for name in REWARDS:  # the lab's RL runs
+        metrics = run_dir / name / "metrics.jsonl"
+        if not metrics.is_file():
+            continue
+        rows = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
+        prefixes = sorted({k.split("/")[0] for r in rows for k in r if k.endswith("/distinct_per_group")})
+        if not prefixes:
+            continue
+        rows = [r for r in rows if f"{prefixes[0]}/valid_rate" in r]
+        mean = lambda part, key: sum(r[key] for r in part) / len(part)
+        summary: dict[str, tuple[float, float] | None] = {}
+        for key, _ in TRAINING_KEYS:
+            logged = [r for r in rows if f"{prefixes[0]}/{key}" in r]
+            summary[key] = (mean(logged[:first], f"{prefixes[0]}/{key}"), mean(logged[-last:], f"{prefixes[0]}/{key}")) if logged else None
+        out.append((f"{run_dir.name}/{name}", summary))
+    return out
+
+
+def format_training_table(rows: list[tuple[str, dict[str, tuple[float, float] | None]]], first: int = 30, last: int = 100) -> str:
+    """The rows of :func:`training_groups` (of one folder or several) as a table, first steps against last."""
+    header = "| run | " + " | ".join(f"{title}, first {first} -> last {last} steps" for _, title in TRAINING_KEYS) + " |"
+    lines = [header, "|---|" + "---|" * len(TRAINING_KEYS)]
+    for label, summary in rows:
+        cells = ["not logged" if summary[k] is None else f"{summary[k][0]:.3f} -> {summary[k][1]:.3f}" for k, _ in TRAINING_KEYS]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def add_training(record: list[dict[str, Any]], folders: list[tuple[Path, int]]) -> None:
+    """Each seed's record gets ``training``: the :func:`training_groups` of that seed's folders (folder, seed), in order."""
+    for results in record:
+        results["training"] = [[label, summary] for f, seed in folders if seed == results["settings"]["seed"] for label, summary in training_groups(f)]
 
 
 LONGER_ROWS = (("heldout_valid_rate", "held-out valid rate"), ("heldout_jsd", "held-out JSD"), ("heldout_position_tv", "position bias (TV)"),
@@ -639,8 +686,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--add adds columns to the seeds' tables; --longer, --precision and --quantization have none")
     try:  # a folder that is missing or does not fit the mode is one line, before anything is written
         all_results = [load_results(p) for p in args.results]
+        folders = [(p if p.is_dir() else p.parent, r["settings"]["seed"]) for p, r in zip(args.results, all_results)]
         for path in args.add:
             other = load_results(path)
+            folders.append((path if path.is_dir() else path.parent, other["settings"]["seed"]))
             seeds = [r for r in all_results if r["settings"]["seed"] == other["settings"]["seed"]]
             if not seeds:
                 raise ValueError(f"{path} is seed {other['settings']['seed']}'s, which none of the folders given is")
@@ -658,6 +707,9 @@ def main(argv: list[str] | None = None) -> int:
             record = report_longer(all_results, args.plots, args.name, args.run)
         else:
             record = report_seeds(args.results, all_results, args.plots, args.name)
+            add_training(record, folders)
+            for results in record:
+                print(f"training groups, seed {results['settings']['seed']} (the reward hook's logged metrics)\n{format_training_table(results['training'])}\n")
     except (FileNotFoundError, ValueError) as err:
         parser.error(str(err))
     if args.record:

@@ -2,6 +2,7 @@
 per-group diversity metrics the hook logs. Imports no scorer and not the hook."""
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -36,12 +37,40 @@ def entropy_bits(answers: Sequence[Hashable]) -> float:
     return entropy(answers, base=2)
 
 
-def group_metrics(groups: Sequence[Sequence[Hashable | None]]) -> dict[str, float]:
-    """Mean distinct valid answers per group, valid rate, and mean group entropy (bits) of valid answers."""
+def favourite_pressure(answers: Sequence[Hashable | None], rewards: Sequence[float]) -> float | None:
+    """The group's own mode pressure: its most frequent valid answer's reward minus the group's mean reward.
+
+    GRPO's advantage of the favourite has this sign: negative, the step pushes the favourite down (GAPO
+    spreads); positive, being valid pays more than being rare and the step sharpens the mode
+    (:mod:`gapo_lite.diagnostics` derives it for a large group). ``None`` when no answer is valid.
+
+    >>> favourite_pressure(["owl", "owl", "cat", "dog"], [0.75, 0.75, 1.0, 1.0])
+    -0.125
+    >>> round(favourite_pressure(["owl", "owl", "cat", None], [2 / 3, 2 / 3, 1.0, -1.0]), 3)
+    0.333
+    """
+    if len(answers) != len(rewards):
+        raise ValueError(f"got {len(answers)} answers but {len(rewards)} rewards")
+    valid = [a for a in answers if a is not None]
+    if not valid:
+        return None
+    favourite = Counter(valid).most_common(1)[0][0]
+    mine = [r for a, r in zip(answers, rewards) if a == favourite]
+    return sum(mine) / len(mine) - sum(rewards) / len(rewards)
+
+
+def group_metrics(groups: Sequence[Sequence[Hashable | None]], rewards: Sequence[Sequence[float]] | None = None) -> dict[str, float]:
+    """Mean distinct valid answers per group, valid rate, mean group entropy (bits) of valid answers, and with
+    ``rewards`` (one list per group) the mean :func:`favourite_pressure` over groups with a valid answer."""
     n = sum(len(g) for g in groups)
     valid = [[a for a in g if a is not None] for g in groups]
-    return {
+    metrics = {
         "distinct_per_group": sum(len(set(v)) for v in valid) / len(groups),
         "valid_rate": sum(len(v) for v in valid) / n if n else 0.0,
         "group_entropy": sum(entropy_bits(v) for v in valid) / len(groups),
     }
+    if rewards is not None:
+        pressures = [p for g, r in zip(groups, rewards, strict=True) if (p := favourite_pressure(g, r)) is not None]
+        if pressures:
+            metrics["mode_pressure"] = sum(pressures) / len(pressures)
+    return metrics

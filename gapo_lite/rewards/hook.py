@@ -92,7 +92,7 @@ class GroupReward:
         groups = self._split_groups(all_rows)
         local = range(offset, offset + len(rows))
         rewards: list[float] = [math.nan] * len(rows)
-        metrics_groups: list[tuple[Group, list[Hashable | None]]] = []
+        metrics_groups: list[tuple[Group, list[Hashable | None], list[float]]] = []
         for start, group in groups:
             stop = start + len(group.completions)
             if stop <= local.start or start >= local.stop:
@@ -107,12 +107,12 @@ class GroupReward:
                 if i in local:
                     rewards[i - offset] = float(s)
             if self.log_metrics:
-                metrics_groups.append((group, self._answers(group)))
+                metrics_groups.append((group, self._answers(group), [float(x) for x in scores]))
         log_metric = kwargs.get("log_metric")
         if log_metric is not None and metrics_groups:
-            for name, value in group_metrics([a for _, a in metrics_groups]).items():
+            for name, value in group_metrics([a for _, a, _ in metrics_groups], [r for _, _, r in metrics_groups]).items():
                 log_metric(f"{self.__name__}/{name}", value)
-            ends = [e for g, _ in metrics_groups if g.ended is not None for e in g.ended]
+            ends = [e for g, _, _ in metrics_groups if g.ended is not None for e in g.ended]
             if ends:
                 log_metric(f"{self.__name__}/end_rate", sum(ends) / len(ends))
         return rewards

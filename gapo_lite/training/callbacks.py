@@ -1,8 +1,10 @@
-"""Per-step metrics as JSON lines, safe across resumes."""
+"""Per-step metrics as JSON lines, safe across resumes; a warning when GAPO's steps sharpen the mode."""
 from __future__ import annotations
 
 import json
+import logging
 import math
+import statistics
 from pathlib import Path
 
 from transformers import TrainerCallback
@@ -29,6 +31,40 @@ class JsonlMetricsCallback(TrainerCallback):
                 row[key] = value
         with open(self.path, "a") as f:
             f.write(json.dumps(row) + "\n")
+        return control
+
+
+class ModePressureCallback(TrainerCallback):
+    """Warns once when GAPO's steps sharpen the favourite instead of spreading it.
+
+    The reward hook logs each step's mode pressure (``<name>/mode_pressure``: the favourite's reward minus its
+    group's mean, :func:`gapo_lite.rewards.group.favourite_pressure`). While it is above zero the favourite's
+    advantage is positive and GAPO reinforces the mode (docs/reward.md, "Will GAPO spread your model?"). The
+    warning fires when its mean over the last ``window`` logged steps is above zero by more than twice its
+    standard error, so that a step's noise alone does not fire it.
+    """
+
+    def __init__(self, window: int = 30) -> None:
+        if window < 2:
+            raise ValueError(f"window must be >= 2 steps, got {window}")
+        self.window = window
+        self.values: list[float] = []
+        self.warned = False
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        key = next((k for k in (logs or {}) if k.endswith("/mode_pressure")), None)
+        if key is None or self.warned or not state.is_world_process_zero:
+            return control
+        self.values.append(float(logs[key]))
+        last = self.values[-self.window:]
+        if len(last) == self.window:
+            mean, error = statistics.fmean(last), statistics.stdev(last) / math.sqrt(len(last))
+            if mean > 2 * error:
+                self.warned = True
+                logging.getLogger("gapo_lite").warning(
+                    "GAPO is sharpening the favourite, not spreading it: %s averaged %+.3f over the last %d steps (standard error %.3f). "
+                    "The model is valid too rarely for the invalid reward; see docs/reward.md, 'Will GAPO spread your model?' "
+                    "(raise validity first, or a higher invalid_reward: 0 instead of the paper's -1).", key, mean, self.window, error)
         return control
 
 

@@ -60,6 +60,15 @@ def default_dataset(config: TrainConfig):
     return build_list_dataset(n, split=config.split, min_items=config.min_items, max_items=config.max_items, seed=config.data_seed)
 
 
+def kit_callbacks(config: TrainConfig, out: Path) -> list[Any]:
+    """What every run of the kit gets: complete-only checkpoints, metrics.jsonl, and for GAPO the warning when its
+    steps sharpen the mode (the validity baseline sharpens by design)."""
+    from gapo_lite.training.callbacks import JsonlMetricsCallback, ModePressureCallback
+    from gapo_lite.training.checkpoints import CompleteCheckpointCallback
+
+    return [CompleteCheckpointCallback(), JsonlMetricsCallback(out / "metrics.jsonl"), *([ModePressureCallback()] if config.reward == "gapo" else [])]
+
+
 def end_token_ids(trainer: Any) -> list[int]:
     """The ids a finished completion ends with, as TRL's own truncation rule reads them (its eos ids and pad)."""
     pad = trainer.processing_class.pad_token_id
@@ -157,8 +166,6 @@ def build_trainer(
     print(f"gapo-lite: {hardware.describe()}")
     hardware.check_one_gpu_per_process()
     hardware.import_backend()  # Unsloth before trl/transformers/peft, when it is the backend
-    from gapo_lite.training.callbacks import JsonlMetricsCallback
-    from gapo_lite.training.checkpoints import CompleteCheckpointCallback
     from gapo_lite.training.gapo_trainer import gapo_trainer_class
 
     out = Path(config.output_dir)
@@ -192,7 +199,7 @@ def build_trainer(
         reward_funcs=[hook],
         args=args,
         train_dataset=train_dataset,
-        callbacks=[CompleteCheckpointCallback(), JsonlMetricsCallback(out / "metrics.jsonl"), *callbacks],
+        callbacks=[*kit_callbacks(config, out), *callbacks],
     )
     if config.clean_answers:
         hook.end_token_ids = frozenset(end_token_ids(trainer))  # a completion cut off at max_completion_length scores invalid

@@ -1,0 +1,67 @@
+"""Do SmolLM2's list runs spread the categories they trained on? The lists suite on TRAINING categories.
+
+The lab's held-out lists measure transfer to categories RL never saw; this measures the same models, with the
+same protocol (10 lists of 8 items, 4 orders, 100 samples at T = 0.7, the clean-answer rule), on lists drawn
+from the training categories, to tell a run that spreads nothing from one that spreads only what it trained on.
+
+    python scripts/smollm2_train_lists.py runs/lenient_s0 runs/g64_s0 runs/p1_s0 --threads 1 --out docs/results/x.json
+
+Each folder is an experiment folder of `python -m gapo_lite.lab.smollm2`; the first one's start (pretrained/)
+is measured once, then every finished RL run of every folder (the adapter on that folder's start).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def measure(model, tokenizer, seed: int) -> dict:
+    from gapo_lite.eval.lists import run_lists
+    from gapo_lite.eval.settings import SampleSettings
+
+    settings = SampleSettings(n=100, temperature=0.7, max_new_tokens=16, batch_size=64, seed=seed, precision="fp32", progress=False)
+    r = run_lists(model, tokenizer, settings, num_lists=10, split="train", clean=True)
+    return {"train_jsd": r["mean_jsd"], "train_valid_rate": r["mean_valid_rate"]}
+
+
+def format_rows(rows: list[dict]) -> str:
+    """The table the script prints (and docs/smollm2.md quotes)."""
+    lines = ["| model | training-category JSD | training-category valid |", "|---|---|---|"]
+    return "\n".join(lines + [f"| {r['model']} | {r['train_jsd']:.3f} | {r['train_valid_rate']:.3f} |" for r in rows])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folders", nargs="+", type=Path)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out", type=Path, help="write the rows here (JSON)")
+    args = parser.parse_args(argv)
+    missing = [str(f) for f in args.folders if not (f / "pretrained").is_dir() or not (f / "stages" / "settings.json").is_file()]
+    if missing:
+        parser.error(f"not an experiment folder with a start (pretrained/ and stages/settings.json): {', '.join(missing)}")
+    import torch
+
+    from gapo_lite.lab.runner import load_trained
+    from gapo_lite.lab.smollm2 import REWARDS
+    from gapo_lite.models import load_model
+
+    torch.set_num_threads(args.threads)
+    seed = json.loads((args.folders[0] / "stages" / "settings.json").read_text())["seed"]
+    model, tokenizer = load_model(args.folders[0] / "pretrained", lora=None)
+    rows = [{"model": f"{args.folders[0].name}: start", **measure(model, tokenizer, seed)}]
+    for folder in args.folders:
+        for run in REWARDS:  # the lab's RL runs
+            adapter = folder / run / "adapter"
+            if (adapter / "adapter_config.json").is_file():
+                model, tokenizer = load_trained(adapter, folder / "pretrained")
+                rows.append({"model": f"{folder.name}/{run}", **measure(model, tokenizer, seed)})
+    print(format_rows(rows))
+    if args.out:
+        args.out.write_text(json.dumps(rows, indent=1))
+        print("wrote", args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
