@@ -1,7 +1,7 @@
 """Do SmolLM2's list runs spread the categories they trained on? The lists suite on TRAINING categories.
 
 The lab's held-out lists measure transfer to categories RL never saw; this measures the same models, with the
-same protocol (10 lists of 8 items, 4 orders, 100 samples at T = 0.7, the clean-answer rule), on lists drawn
+same protocol (each folder's recorded settings: 10 lists of 8 items, 100 samples at T = 0.7, the clean rule), on lists drawn
 from the training categories, to tell a run that spreads nothing from one that spreads only what it trained on.
 
     python scripts/smollm2_train_lists.py runs/lenient_s0 runs/g64_s0 runs/p1_s0 --threads 1 --out docs/results/x.json
@@ -16,12 +16,18 @@ import json
 from pathlib import Path
 
 
-def measure(model, tokenizer, seed: int) -> dict:
-    from gapo_lite.eval.lists import run_lists
-    from gapo_lite.eval.settings import SampleSettings
+def recorded_settings(folder: Path):
+    """The SmolSettings an experiment folder was run with (stages/settings.json)."""
+    from gapo_lite.lab.smollm2 import SmolSettings
 
-    settings = SampleSettings(n=100, temperature=0.7, max_new_tokens=16, batch_size=64, seed=seed, precision="fp32", progress=False)
-    r = run_lists(model, tokenizer, settings, num_lists=10, split="train", clean=True)
+    return SmolSettings(**json.loads((folder / "stages" / "settings.json").read_text()))
+
+
+def measure(model, tokenizer, folder: Path) -> dict:
+    """JSD and valid rate on training-category lists, by the protocol ``folder``'s experiment measured with."""
+    from gapo_lite.lab.smollm2 import lists_suite
+
+    r = lists_suite(model, tokenizer, recorded_settings(folder), split="train")
     return {"train_jsd": r["mean_jsd"], "train_valid_rate": r["mean_valid_rate"]}
 
 
@@ -47,15 +53,14 @@ def main(argv: list[str] | None = None) -> int:
     from gapo_lite.models import load_model
 
     torch.set_num_threads(args.threads)
-    seed = json.loads((args.folders[0] / "stages" / "settings.json").read_text())["seed"]
     model, tokenizer = load_model(args.folders[0] / "pretrained", lora=None)
-    rows = [{"model": f"{args.folders[0].name}: start", **measure(model, tokenizer, seed)}]
+    rows = [{"model": f"{args.folders[0].name}: start", **measure(model, tokenizer, args.folders[0])}]
     for folder in args.folders:
         for run in REWARDS:  # the lab's RL runs
             adapter = folder / run / "adapter"
             if (adapter / "adapter_config.json").is_file():
                 model, tokenizer = load_trained(adapter, folder / "pretrained")
-                rows.append({"model": f"{folder.name}/{run}", **measure(model, tokenizer, seed)})
+                rows.append({"model": f"{folder.name}/{run}", **measure(model, tokenizer, folder)})
     print(format_rows(rows))
     if args.out:
         args.out.write_text(json.dumps(rows, indent=1))

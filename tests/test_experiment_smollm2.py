@@ -185,8 +185,11 @@ def test_measure_samples_in_the_settings_precision(monkeypatch):
 
     from gapo_lite.eval.lists import reply_form
 
-    def fake_lists(model, tok, settings, num_lists, clean):
+    splits = []
+
+    def fake_lists(model, tok, settings, num_lists, clean, split):
         seen.append((settings.precision, settings.max_new_tokens, clean))
+        splits.append(split)
         return {"mean_jsd": 0.1, "mean_valid_rate": 1.0, "position_tv": 0.0, "position_shares": [], "pressure": {"mean": None, "verdict": "-"},
                 "lists": [], "samples": [], "lenient": {}, **reply_form(["Owl"], [True])}
 
@@ -201,7 +204,7 @@ def test_measure_samples_in_the_settings_precision(monkeypatch):
     monkeypatch.setattr(lists, "pressure_by_prompt", lambda *a, **k: {"mean": None})
     monkeypatch.setattr(open_ended, "run_open", fake_open)
     measured = smollm2.measure(None, None, smollm2.SmolSettings(open_samples=2, precision="fp32", guard=False))
-    assert seen == [("fp32", 16, True), ("fp32", 16, True)]
+    assert seen == [("fp32", 16, True), ("fp32", 16, True)] and splits == ["heldout"]  # the lab measures held-out lists
     assert measured["open"]["old_rule"]["mean_valid_rate"] == pytest.approx(0.4)  # "Paris": on the city word list, and a name for the 3 short-answer prompts
     assert measured["heldout_end_rate"] == 1.0 and "guard" not in measured
     with pytest.raises(ValueError, match="precision must be"):

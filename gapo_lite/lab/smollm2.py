@@ -120,16 +120,26 @@ def warm_up(model: Any, tokenizer: Any, s: SmolSettings) -> list[float]:
                                learning_rate=s.warmup_lr, seed=s.seed, desc="warm-up on own valid answers")
 
 
+def lists_suite(model: Any, tokenizer: Any, s: SmolSettings, split: str = "heldout") -> dict[str, Any]:
+    """The lists suite by the experiment's protocol (``eval_lists`` lists, ``eval_samples`` answers each at
+    ``eval_temperature``, ``clean_answers``' rule), on held-out categories (the paper's) or, with ``split="train"``,
+    on the categories RL trains on (``scripts/smollm2_train_lists.py``)."""
+    from gapo_lite.eval.lists import run_lists
+    from gapo_lite.eval.settings import SampleSettings
+
+    settings = SampleSettings(n=s.eval_samples, temperature=s.eval_temperature, max_new_tokens=s.completion_tokens, batch_size=64, seed=s.seed, precision=s.precision)
+    return run_lists(model, tokenizer, settings, num_lists=s.eval_lists, clean=s.clean_answers, split=split)
+
+
 def measure(model: Any, tokenizer: Any, s: SmolSettings) -> dict[str, Any]:
     """The lists suite on held-out categories (the paper's protocol) at ``eval_temperature``; the open suite and
     the guard suite when asked for. ``clean_answers`` picks the rule the figures count by; the lists' and the
     open suite's figures by the rule of the records made before (first answer found, the kit's word lists)
     are kept beside them (``lenient``, ``open.old_rule``)."""
-    from gapo_lite.eval.lists import pressure_by_prompt, run_lists
+    from gapo_lite.eval.lists import pressure_by_prompt
     from gapo_lite.eval.settings import SampleSettings
 
-    settings = SampleSettings(n=s.eval_samples, temperature=s.eval_temperature, max_new_tokens=s.completion_tokens, batch_size=64, seed=s.seed, precision=s.precision)
-    r = run_lists(model, tokenizer, settings, num_lists=s.eval_lists, clean=s.clean_answers)
+    r = lists_suite(model, tokenizer, s)
     mean = r["pressure"]["mean"] or {}  # None when no answer was valid; the paper's reward (-1 for an invalid answer)
     trained = pressure_by_prompt(r["lists"], r["samples"], invalid_reward=s.trained_invalid_reward, invalid_margin=s.invalid_margin)["mean"] or {}
     invalid = [x["completion"] for x in r["samples"] if x["choice"] is None]

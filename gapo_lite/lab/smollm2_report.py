@@ -222,6 +222,23 @@ def _two_panels(fig: Any, path: Path, ylabels: tuple[str, str], xlabel: str, fon
     return path
 
 
+def hook_rows(run_dir: Path) -> list[tuple[str, str, list[dict[str, Any]]]]:
+    """(run, the hook's metric prefix, the steps it logged) for each RL run of an experiment folder with a
+    metrics.jsonl; the prefix is the hook's name, its scorer's (``gapo_frequency``, ``gapo_tasks``, ...)."""
+    from gapo_lite.training.callbacks import read_metrics
+
+    out = []
+    for name in REWARDS:  # the lab's RL runs
+        metrics = run_dir / name / "metrics.jsonl"
+        if not metrics.is_file():
+            continue
+        rows = read_metrics(metrics)
+        prefixes = sorted({k.split("/")[0] for r in rows for k in r if k.endswith("/distinct_per_group")})
+        if prefixes:
+            out.append((name, prefixes[0], [r for r in rows if f"{prefixes[0]}/valid_rate" in r]))
+    return out
+
+
 def plot_curves(run_dirs: list[Path], path: Path, window: int = 20) -> Path:
     """Distinct valid answers per group and the group valid rate during training (moving average of ``window`` steps)."""
     from gapo_lite.eval.report import pyplot
@@ -229,16 +246,7 @@ def plot_curves(run_dirs: list[Path], path: Path, window: int = 20) -> Path:
     plt = pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.4))
     for run_dir in run_dirs:
-        for name in ("gapo", "gapo_lists", "grpo_baseline"):
-            metrics = run_dir / name / "metrics.jsonl"
-            if not metrics.is_file():
-                continue
-            rows = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
-            prefixes = sorted({k.split("/")[0] for r in rows for k in r if k.endswith("/distinct_per_group")})  # the hook's name: its scorer's
-            if not prefixes:
-                continue
-            prefix = prefixes[0]
-            rows = [r for r in rows if f"{prefix}/valid_rate" in r]
+        for name, prefix, rows in hook_rows(run_dir):
             label = f"{LABELS[name]}, {run_dir.name.rsplit('_', 1)[-1]}"
             for ax, key in ((left, "distinct_per_group"), (right, "valid_rate")):
                 values = [r[f"{prefix}/{key}"] for r in rows]
@@ -256,20 +264,11 @@ def training_groups(run_dir: Path, first: int = 30, last: int = 100) -> list[tup
     ``first`` and the last ``last`` steps; ``None`` for a metric the run did not log (mode pressure is logged
     since issue 34)."""
     out = []
-    for name in REWARDS:  # the lab's RL runs
-        metrics = run_dir / name / "metrics.jsonl"
-        if not metrics.is_file():
-            continue
-        rows = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
-        prefixes = sorted({k.split("/")[0] for r in rows for k in r if k.endswith("/distinct_per_group")})
-        if not prefixes:
-            continue
-        rows = [r for r in rows if f"{prefixes[0]}/valid_rate" in r]
-        mean = lambda part, key: sum(r[key] for r in part) / len(part)
+    for name, prefix, rows in hook_rows(run_dir):
         summary: dict[str, tuple[float, float] | None] = {}
         for key, _ in TRAINING_KEYS:
-            logged = [r for r in rows if f"{prefixes[0]}/{key}" in r]
-            summary[key] = (mean(logged[:first], f"{prefixes[0]}/{key}"), mean(logged[-last:], f"{prefixes[0]}/{key}")) if logged else None
+            logged = [r[f"{prefix}/{key}"] for r in rows if f"{prefix}/{key}" in r]
+            summary[key] = (sum(logged[:first]) / len(logged[:first]), sum(logged[-last:]) / len(logged[-last:])) if logged else None
         out.append((f"{run_dir.name}/{name}", summary))
     return out
 
