@@ -42,3 +42,18 @@ def small_vocab_model(tmp_path_factory):
     path = build_tiny_model(tmp_path_factory.mktemp("small") / "model", words=words, seed=1)
     rows = [make_example(ANIMALS[i % 4 :] + ANIMALS[: i % 4], "animals", TEMPLATES[0], f"p{i:02d}") for i in range(16)]
     return path, Dataset.from_list(rows)
+
+
+@pytest.fixture(scope="session")
+def load_script():
+    """scripts/*.py are not a package: ``load_script("smollm2_average")`` imports one as a module."""
+    import importlib.util
+    from pathlib import Path
+
+    def load(name: str):
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).parents[1] / "scripts" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    return load

@@ -12,6 +12,7 @@ from gapo_lite.lab.demo import format_table
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 DOCS = ROOT / "docs"
+RESULTS = DOCS / "results"
 
 
 def page(name: str) -> str:
@@ -541,9 +542,9 @@ def test_smollm2_probes_are_what_the_report_prints():
     smollm2_probes_explore(_s1).json, every probe from the lead's warmed start of its seed, with the training groups
     where the record has them; and the figures docs/reward.md quotes for the invalid margin, from that record."""
     from gapo_lite.lab.smollm2 import _value
-    from gapo_lite.lab.smollm2_report import damage_lines, format_result_markdown, format_training_table, models, run_label
+    from gapo_lite.lab.smollm2_report import damage_lines, format_draws, format_result_markdown, format_training_table, models, run_label
 
-    seeds = [recorded_json(f"smollm2_probes{name}.json") for name in ("", "_s1", "_2threads", "_explore", "_explore_s1")]
+    seeds = [recorded_json(f"smollm2_probes{name}.json") for name in ("", "_s1", "_2threads", "_explore", "_explore_s1", "_draws", "_draws_s1")]
     lead = recorded_json("smollm2_clean.json")
     probes = between(page("smollm2.md"), "probes")
     for record in seeds:
@@ -554,7 +555,9 @@ def test_smollm2_probes_are_what_the_report_prints():
             assert "training" not in results or format_training_table(results["training"]) in probes
     starts = lambda rs: {r["settings"]["seed"]: (r["before"]["heldout_jsd"], r["before"]["heldout_valid_rate"], r["before"]["guard"]["accuracy"]) for r in rs}
     assert starts(seeds[0] + seeds[1]) == starts(lead) and starts(seeds[2]) == starts(seeds[3]) == starts(seeds[0])
-    assert starts(seeds[4]) == starts(seeds[1])
+    assert starts(seeds[4]) == starts(seeds[6]) == starts(seeds[1]) and starts(seeds[5]) == starts(seeds[0])
+    for results in seeds[5] + seeds[6]:  # the draws of the lead's arm: each seed's line, from the record
+        assert format_draws(results) and format_draws(results) in probes
     assert all(len(r["training"]) >= 2 for r in seeds[3] + seeds[4])  # the explore records carry their training groups
     seed0 = seeds[0][0]
     margin0 = next(seed0[n] for n in models(seed0) if run_label(seed0, n) == "GAPO, lists only, margin 0, 150 steps")
@@ -565,12 +568,42 @@ def test_smollm2_probes_are_what_the_report_prints():
         assert text in page("reward.md"), text
 
 
-def test_smollm2_training_category_lists_are_what_the_script_printed():
+def test_smollm2_averaged_updates_are_what_the_script_printed():
+    """docs/smollm2.md's averaged-update tables and damage lines are what scripts/smollm2_average.py printed into
+    docs/results/smollm2_average_s0.json / _s1.json, from the draws' start; and a run's own update at scale 1,
+    measured again through its merged delta, reads what the run's own stage measured."""
+    from gapo_lite.lab.smollm2_report import damage_lines, format_result_markdown, models, run_label
+
+    probes = between(page("smollm2.md"), "probes")
+    for seed, draws_name in ((0, "_draws"), (1, "_draws_s1")):
+        record = recorded_json(f"smollm2_average_s{seed}.json")
+        assert format_result_markdown(record) in probes
+        for line in damage_lines(record[0]):
+            assert line in probes, line
+        draws = recorded_json(f"smollm2_probes{draws_name}.json")[0]
+        assert record[0]["before"]["heldout_jsd"] == draws["before"]["heldout_jsd"]
+        again = record[0][f"rl0_s{seed}, x1"]
+        own = next(draws[n] for n in models(draws) if run_label(draws, n) == "GAPO, lists only, 150 steps")
+        for key in ("heldout_jsd", "heldout_valid_rate"):
+            assert again[key] == pytest.approx(own[key], abs=1e-9), key
+        assert again["open"]["mean_unique_valid"] == own["open"]["mean_unique_valid"] and again["guard"]["accuracy"] == own["guard"]["accuracy"]
+
+
+def test_smollm2_frontier_lines_are_what_the_script_printed(load_script):
+    """The frontier's summary in docs/smollm2.md is what scripts/smollm2_frontier.py prints from the records its command names."""
+    frontier = load_script("smollm2_frontier")
+    records = [RESULTS / "smollm2_clean.json", *sorted(RESULTS.glob("smollm2_probes*.json")), *sorted(RESULTS.glob("smollm2_average_s*.json"))]
+    text = frontier.summary(frontier.points(records))
+    probes = between(page("smollm2.md"), "probes")
+    for line in text.splitlines():
+        assert line in probes, line
+    assert "smollm2_frontier.png" in probes and (RESULTS / "smollm2_frontier.png").is_file()
+
+
+def test_smollm2_training_category_lists_are_what_the_script_printed(load_script):
     """docs/smollm2.md's training-category tables are what scripts/smollm2_train_lists.py printed into
     docs/results/smollm2_train_lists_s0.json / _s1.json, each measuring its start first."""
-    spec = importlib.util.spec_from_file_location("smollm2_train_lists", Path(__file__).parents[1] / "scripts" / "smollm2_train_lists.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_script("smollm2_train_lists")
     probes = between(page("smollm2.md"), "probes")
     for seed in (0, 1):
         rows = recorded_json(f"smollm2_train_lists_s{seed}.json")

@@ -2,6 +2,7 @@
 hand-made replies and the tiny model. The real-model run itself is the slow test in test_smollm2.py."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -99,17 +100,20 @@ def test_unknown_run_names_are_refused(tmp_path):
 
 
 def test_rl_config_takes_the_settings_that_differ_from_the_recipe(tmp_path):
+    from gapo_lite.models import LoraSettings
     from gapo_lite.training.recipes import load_recipe
 
     recipe = load_recipe("smollm2_lists")
     s = smollm2.SmolSettings(invalid_reward=0.0, num_generations=16, prompts_per_step=1, learning_rate=4e-4, rl_temperature=0.9, precision="fp32",
-                             beta=0.04)
+                             beta=0.04, lora_r=64, lora_alpha=32, lora_dropout=0.1)
     for name in ("gapo", "grpo_baseline"):
         c = smollm2.rl_config(s, tmp_path / "start", tmp_path / name, RLRun(name, name))
         assert (c.invalid_reward, c.num_generations, c.prompts_per_step, c.learning_rate, c.temperature, c.beta) == (0.0, 16, 1, 4e-4, 0.9, 0.04)
+        assert c.lora_settings() == LoraSettings(64, 32, 0.1, recipe.lora_target_modules)
         assert c.precision == "fp32"
     plain = smollm2.rl_config(smollm2.SmolSettings(), tmp_path / "start", tmp_path / "p", RLRun("gapo", "GAPO"))
     assert (plain.invalid_reward, plain.num_generations, plain.learning_rate, plain.beta) == (recipe.invalid_reward, recipe.num_generations, recipe.learning_rate, 0.0)
+    assert plain.lora_settings() == recipe.lora_settings() and (recipe.lora_r, recipe.lora_alpha, recipe.lora_dropout) == (16, 32, 0.0)
     assert smollm2.SmolSettings().trained_invalid_reward == -1.0 and s.trained_invalid_reward == 0.0
 
 
@@ -451,12 +455,15 @@ def test_an_added_run_names_the_settings_that_differ_and_every_run_its_margin(tm
              tmp_path / "wide")
     add_runs(base, load_results(_seed_folder(tmp_path, "again", 0, ["gapo_lists"], learning_rate=3e-4, num_generations=32, invalid_margin=0.1,
                                              rl_seed=1)), tmp_path / "again")
+    add_runs(base, load_results(_seed_folder(tmp_path, "paper", 0, ["gapo_lists"], learning_rate=3e-4, num_generations=32, invalid_margin=0.1,
+                                             lora_r=64, lora_dropout=0.1)), tmp_path / "paper")
     for prompts in (1, 4):
         add_runs(base, load_results(_seed_folder(tmp_path, f"p{prompts}", 0, ["gapo_lists"], learning_rate=3e-4, num_generations=32,
                                                  invalid_margin=0.1, prompts_per_step=prompts)), tmp_path / f"p{prompts}")
     assert [run_label(base, n) for n in models(base)[1:]] == [
         "GAPO, lists only, margin 0.1, 150 steps", "GAPO, lists only, no margin, lr 0.001, 150 steps", "GAPO, lists only, margin 0, G 16, 150 steps",
-        "GAPO, lists only, RL seed 1, 150 steps", "GAPO, lists only, 1 prompt, 150 steps", "GAPO, lists only, 4 prompts, 150 steps"]
+        "GAPO, lists only, RL seed 1, 150 steps", "GAPO, lists only, LoRA r 64, dropout 0.1, 150 steps", "GAPO, lists only, 1 prompt, 150 steps",
+        "GAPO, lists only, 4 prompts, 150 steps"]
 
 
 def test_a_run_on_the_lenient_reward_says_so_in_its_own_folder_too(tmp_path):
@@ -558,23 +565,117 @@ def test_the_training_table_reads_first_and_last_steps_of_each_run(tmp_path):
     assert "| old_s0/gapo | 2.000 -> 2.000 | 1.000 -> 1.000 | not logged |" in table
 
 
-def _train_lists_script():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("smollm2_train_lists", Path(__file__).parents[1] / "scripts" / "smollm2_train_lists.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_training_category_script_refuses_a_folder_without_a_start_before_loading(tmp_path, capsys):
+def test_training_category_script_refuses_a_folder_without_a_start_before_loading(tmp_path, capsys, load_script):
     """scripts/smollm2_train_lists.py: a folder that is not an experiment folder with a start is one line, before any model loads."""
     (tmp_path / "half" / "stages").mkdir(parents=True)
     with pytest.raises(SystemExit) as stop:
-        _train_lists_script().main([str(tmp_path / "half")])
+        load_script("smollm2_train_lists").main([str(tmp_path / "half")])
     assert stop.value.code == 2 and "not an experiment folder with a start" in capsys.readouterr().err
 
 
-def test_training_category_table_rounds_each_row():
+def test_training_category_table_rounds_each_row(load_script):
     rows = [{"model": "s: start", "train_jsd": 0.34649, "train_valid_rate": 0.8666}, {"model": "s/gapo_lists", "train_jsd": 0.2891, "train_valid_rate": 0.938}]
-    assert _train_lists_script().format_rows(rows).splitlines()[2:] == ["| s: start | 0.346 | 0.867 |", "| s/gapo_lists | 0.289 | 0.938 |"]
+    assert load_script("smollm2_train_lists").format_rows(rows).splitlines()[2:] == ["| s: start | 0.346 | 0.867 |", "| s/gapo_lists | 0.289 | 0.938 |"]
+
+
+def _random_adapter(path, folder, seed):
+    """A LoRA adapter with non-zero B on the tiny model, saved to folder; returns the adapted model's logits on one input."""
+    import torch
+
+    from gapo_lite.models import LoraSettings, load_model
+
+    torch.manual_seed(seed)
+    model, tok = load_model(path, lora=LoraSettings(r=4, alpha=8, dropout=0.0, target_modules=("q_proj", "v_proj")))
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(std=0.5)
+    model.save_pretrained(folder)
+    ids = tok("Cat Dog Owl", return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        return ids, model(input_ids=ids).logits
+
+
+def test_averaged_updates_are_the_adapters_merged_deltas_scaled(tiny_model_path, tmp_path, load_script):
+    """scripts/smollm2_average.py: one adapter's delta at scale 1 is the adapted model; a delta and its negative
+    average to the start; scale 2 adds the delta twice."""
+    import torch
+
+    from gapo_lite.models import load_model
+
+    average = load_script("smollm2_average")
+    start = Path(tiny_model_path)
+    ids, want = _random_adapter(start, tmp_path / "a", seed=0)
+    delta = average.merged_delta(start, tmp_path / "a")
+    assert delta and all(name.endswith((".q_proj.weight", ".v_proj.weight")) for name in delta)
+    logits = lambda deltas, scale: average.add_scaled_mean(load_model(start, lora=None)[0], deltas, scale)(input_ids=ids).logits
+    with torch.no_grad():
+        base = load_model(start, lora=None)[0](input_ids=ids).logits
+        assert torch.allclose(logits([delta], 1.0), want, atol=1e-5)
+        assert torch.allclose(logits([delta, {k: -v for k, v in delta.items()}], 1.0), base, atol=1e-5)
+        assert torch.allclose(logits([delta, delta], 1.0), want, atol=1e-5)
+        name = sorted(delta)[0]
+        weight = lambda scale: dict(average.add_scaled_mean(load_model(start, lora=None)[0], [delta], scale).named_parameters())[name]
+        plain = dict(load_model(start, lora=None)[0].named_parameters())[name]
+        assert torch.allclose(weight(2.0) - plain, 2 * delta[name], atol=1e-6) and delta[name].abs().max() > 0.01
+        with pytest.raises(ValueError, match="do not cover the same weights"):
+            average.add_scaled_mean(load_model(start, lora=None)[0], [delta, {k: v for k, v in list(delta.items())[:1]}], 1.0)
+
+
+def test_average_script_refuses_folders_without_an_adapter_in_one_line(tmp_path, capsys, load_script):
+    (tmp_path / "run" / "stages").mkdir(parents=True)
+    with pytest.raises(SystemExit) as stop:
+        load_script("smollm2_average").main([str(tmp_path / "run"), "--runs", str(tmp_path / "run")])
+    assert stop.value.code == 2 and "no finished gapo_lists adapter in" in capsys.readouterr().err
+    assert load_script("smollm2_average").label(["rl0_s0", "rl1_s0"], 2.0) == "mean of rl0_s0 + rl1_s0, x2"
+
+
+def _record(seed, start, runs, clean=True):
+    """A report record of one seed: the start's and each run's held-out (JSD, valid)."""
+    measured = lambda jsd, valid: {"heldout_jsd": jsd, "heldout_valid_rate": valid, **({"heldout_end_rate": 1.0} if clean else {})}
+    results = {"settings": {"seed": seed, "runs": [name for name, _ in runs], "open_share": 0.5}, "before": measured(*start)}
+    results.update({name: measured(*figures) for name, figures in runs})
+    return [results]
+
+
+def test_frontier_reads_each_clean_rule_model_once_and_fits_the_gapo_runs(tmp_path, load_script):
+    """scripts/smollm2_frontier.py: a model recorded twice counts once, records of the lenient rule are left out,
+    the line is fitted to the GAPO runs only, and the target count and the best run with enough validity are right."""
+    import doctest
+
+    frontier = load_script("smollm2_frontier")
+    assert doctest.testmod(frontier).failed == 0
+    a = tmp_path / "a.json"
+    a.write_text(json.dumps(_record(0, (0.30, 0.92), [("gapo_lists", (0.25, 0.96)), ("gapo", (0.20, 0.86)), ("grpo_baseline", (0.60, 1.0))])))
+    b = tmp_path / "b.json"
+    b.write_text(json.dumps(_record(0, (0.30, 0.92), [("gapo_lists", (0.25, 0.96))]) + _record(1, (0.29, 0.84), [("gapo_lists", (0.14, 0.97))])))
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(_record(0, (0.31, 0.5), [("gapo_lists", (0.1, 0.99))], clean=False)))
+    pts = frontier.points([a, b, old])
+    assert sorted((p["seed"], p["kind"]) for p in pts) == [(0, "GAPO, lists + open"), (0, "GAPO, lists only"), (0, "GRPO + validity reward"), (0, "start"),
+                                                           (1, "GAPO, lists only"), (1, "start")]
+    lines = frontier.summary(pts).splitlines()
+    assert lines[1] == "GAPO runs reaching held-out JSD <= 0.15 with valid >= 0.95: 1 of 3"
+    f = frontier.fit([p for p in pts if p["kind"] in frontier.GAPO_KINDS])
+    assert f["n"] == 3 and f"{f['a']:.3f} {f['b']:+.3f} x valid" in lines[2]
+    assert lines[3].startswith("lowest held-out JSD with valid >= 0.95: 0.140 (seed 1")
+    with pytest.raises(ValueError, match="at least 3 runs"):
+        frontier.fit(pts[:2])
+    assert frontier.plot(pts, tmp_path / "f.png").stat().st_size > 1000
+
+
+def test_draws_gather_the_runs_that_differ_only_by_their_rl_seed(tmp_path):
+    """The report's draws line: the first run and the added runs of the same setting under another RL seed (or
+    torch threads), not a run that changed anything else, with their mean and standard deviation."""
+    from gapo_lite.lab.smollm2_report import add_runs, draws, format_draws, load_results
+
+    base = load_results(_seed_folder(tmp_path, "a", 0, ["gapo_lists"], learning_rate=3e-4, rl_seed=None, threads=1))
+    assert draws(base) is None and format_draws(base) is None
+    for name, jsd, more in (("b", 0.25, {"rl_seed": 1, "threads": 2, "lora_r": None}), ("fast", 0.1, {"rl_seed": None, "threads": 1, "learning_rate": 1e-3}),
+                            ("c", 0.3, {"rl_seed": 2, "threads": 1})):
+        other = load_results(_seed_folder(tmp_path, name, 0, ["gapo_lists"], **{"learning_rate": 3e-4, **more}))
+        other["gapo_lists"]["heldout_jsd"] = jsd
+        add_runs(base, other, tmp_path / name)
+    assert draws(base) == ("GAPO, lists only, 150 steps", [0.2, 0.25, 0.3])
+    assert format_draws(base) == ("seed 0, GAPO, lists only, 150 steps and its RL seeds: held-out JSD 0.200, 0.250, 0.300; mean 0.250, "
+                                  "standard deviation 0.050 (3 runs); start 0.300")

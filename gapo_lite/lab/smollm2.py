@@ -47,6 +47,9 @@ class SmolSettings:
     rl_temperature: float | None = None
     rl_schedule: str | None = None  # the learning-rate schedule (TrainConfig.lr_scheduler_type); a resumed run follows it from its step
     beta: float | None = None  # KL to the start (TrainConfig.beta; the paper's and the recipe's is 0): keeps what the lists do not train
+    lora_r: int | None = None  # the adapter's shape (the recipe's: r 16, alpha 32, no dropout; the paper's: r 64, alpha 32, dropout 0.1)
+    lora_alpha: int | None = None
+    lora_dropout: float | None = None
     open_share: float = 0.0  # share of open naming prompts (categories outside the open suite) in the gapo and baseline runs' data
     open_vocabulary: str = "word_lists"  # valid answers to those prompts (TrainConfig.open_vocabulary); the recorded runs' before "wordnet" existed
     clean_answers: bool = True  # reward and measurements: an answer counts only when the reply ended its turn and is that answer alone
@@ -202,7 +205,8 @@ def rl_config(s: SmolSettings, start: Path, out: Path, run: RLRun):
     rl_seed = s.seed if s.rl_seed is None else s.rl_seed
     changed = {"invalid_reward": s.invalid_reward, "num_generations": s.num_generations, "prompts_per_step": s.prompts_per_step,
                "learning_rate": s.learning_rate, "temperature": s.rl_temperature, "lr_scheduler_type": s.rl_schedule,
-               "beta": s.beta, "invalid_margin": s.invalid_margin if REWARDS[run.name] == "gapo" else None}
+               "beta": s.beta, "invalid_margin": s.invalid_margin if REWARDS[run.name] == "gapo" else None,
+               "lora_r": s.lora_r, "lora_alpha": s.lora_alpha, "lora_dropout": s.lora_dropout}
     return dataclasses.replace(base, model=str(start), reward=REWARDS[run.name], max_steps=s.rl_steps, save_steps=max(1, min(25, s.rl_steps // 2)),
                                save_total_limit=1, max_completion_length=s.completion_tokens, output_dir=str(out), seed=rl_seed, data_seed=rl_seed, precision=s.precision,
                                clean_answers=s.clean_answers if s.reward_clean_answers is None else s.reward_clean_answers,

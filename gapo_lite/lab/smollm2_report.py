@@ -85,7 +85,8 @@ def models(results: dict[str, Any]) -> list[str]:
 NAMED_SETTINGS = (("invalid_margin", "margin {:g}", "no margin"), ("invalid_reward", "invalid {:g}", "invalid -1"), ("learning_rate", "lr {:g}", "recipe's lr"),
                   ("rl_temperature", "T {:g}", "recipe's T"), ("prompts_per_step", lambda n: f"{n} prompt{'' if n == 1 else 's'}", "recipe's prompts"),
                   ("num_generations", "G {}", "recipe's G"),
-                  ("rl_seed", "RL seed {}", "RL seed as the seed"))
+                  ("rl_seed", "RL seed {}", "RL seed as the seed"), ("lora_r", "LoRA r {}", "recipe's LoRA r"), ("lora_alpha", "alpha {}", "recipe's alpha"),
+                  ("lora_dropout", "dropout {:g}", "recipe's dropout"))
 
 
 def steps_label(results: dict[str, Any], name: str, reference: dict[str, Any] | None = None) -> str:
@@ -127,7 +128,7 @@ def add_runs(results: dict[str, Any], other: dict[str, Any], path: Path) -> dict
     for name in models(other)[1:]:
         key = f"{name}@{Path(path).name}"
         results[key] = other[name]
-        results["added"][key] = {"label": steps_label(other, name, reference=results["settings"]), "folder": str(path)}
+        results["added"][key] = {"label": steps_label(other, name, reference=results["settings"]), "folder": str(path), "settings": other["settings"]}
     return results
 
 
@@ -387,6 +388,32 @@ def heldout_jsd_se(measured: dict[str, Any], seed: int, num_lists: int = 10, res
 
     draws = [mean_jsd([[rng.choice(g) for _ in g] for g in per_list]) for _ in range(resamples)]
     return math.nan if any(math.isnan(d) for d in draws) else statistics.stdev(draws)
+
+
+DRAW_FREE = ("rl_seed", "threads")  # what may differ between two draws of one setting: the RL seed, and the torch threads (rounding only)
+
+
+def draws(results: dict[str, Any]) -> tuple[str, list[float]] | None:
+    """(label, held-out JSDs) of the first run and the added runs that trained it again with only :data:`DRAW_FREE`
+    changed (another RL seed), when there are two or more: how far one setting's runs differ from one another."""
+    runs = models(results)[1:]
+    if not runs:
+        return None
+    # a setting left at None is the recipe's, as in a record made before that setting existed
+    setting = lambda name: {k: v for k, v in results.get("added", {}).get(name, {}).get("settings", results["settings"]).items()
+                            if k not in DRAW_FREE and v is not None}
+    same = [n for n in runs if run_of(n) == run_of(runs[0]) and setting(n) == setting(runs[0])]
+    return (run_label(results, runs[0]), [results[n]["heldout_jsd"] for n in same]) if len(same) > 1 else None
+
+
+def format_draws(results: dict[str, Any]) -> str | None:
+    """One line: the held-out JSD of each draw of the first run's setting, their mean and standard deviation, and the start's."""
+    found = draws(results)
+    if found is None:
+        return None
+    label, values = found
+    return (f"seed {results['settings']['seed']}, {label} and its RL seeds: held-out JSD {', '.join(f'{v:.3f}' for v in values)}; "
+            f"mean {sum(values) / len(values):.3f}, standard deviation {_sd(values):.3f} ({len(values)} runs); start {results['before']['heldout_jsd']:.3f}")
 
 
 def format_noise(labelled: Sequence[tuple[str, dict[str, Any]]], seed: int, num_lists: int = 10) -> str:
@@ -650,6 +677,8 @@ def report_seeds(paths: list[Path], all_results: list[dict[str, Any]], plots: Pa
         print(f"== seed {results['settings']['seed']} ({path}{status})\n{format_table(results)}")
         print(format_noise([(run_label(results, n), results[n]) for n in models(results)], results["settings"]["seed"], results["settings"].get("eval_lists", 10)))
         print("\n".join(damage_lines(results)) + "\n")
+        if format_draws(results):
+            print(format_draws(results) + "\n")
         if all("open" in results[n] for n in models(results)):  # a run measured without the open suite has no replies to re-score
             scores = open_scores(results)
             print(f"{format_open_table(results, scores)}\n\n{format_top_answers(results, scores)}\n")
