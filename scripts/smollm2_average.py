@@ -70,17 +70,17 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"no finished {args.run} adapter in: {', '.join(sorted(missing))}" if missing else "give --runs or --single")
     if not (args.start / "stages" / "start.json").is_file():
         parser.error(f"{args.start} has no measured start (stages/start.json)")
+    import dataclasses
+
     import torch
 
-    from gapo_lite.lab.smollm2 import SmolSettings, measure
+    from gapo_lite.lab.smollm2 import measure, recorded_settings
     from gapo_lite.lab.smollm2_report import damage_lines, format_result_markdown, load_results, slim, slim_measured
     from gapo_lite.models import load_model
 
     torch.set_num_threads(args.threads)
-    results = load_results(args.start)
-    settings = json.loads((sorted(folders)[0] / "stages" / "settings.json").read_text())
-    s = SmolSettings(**settings)
-    results = {"settings": settings, "before": results["before"], "labels": {}, "added": {}}
+    s = recorded_settings(sorted(folders)[0])
+    results = {"settings": dataclasses.asdict(s), "before": load_results(args.start)["before"], "labels": {}, "added": {}}
     start = args.start / "pretrained"
     deltas = {f: merged_delta(start, f / args.run / "adapter") for f in sorted(folders)}
     for group in groups:

@@ -16,16 +16,9 @@ import json
 from pathlib import Path
 
 
-def recorded_settings(folder: Path):
-    """The SmolSettings an experiment folder was run with (stages/settings.json)."""
-    from gapo_lite.lab.smollm2 import SmolSettings
-
-    return SmolSettings(**json.loads((folder / "stages" / "settings.json").read_text()))
-
-
 def measure(model, tokenizer, folder: Path) -> dict:
     """JSD and valid rate on training-category lists, by the protocol ``folder``'s experiment measured with."""
-    from gapo_lite.lab.smollm2 import lists_suite
+    from gapo_lite.lab.smollm2 import lists_suite, recorded_settings
 
     r = lists_suite(model, tokenizer, recorded_settings(folder), split="train")
     return {"train_jsd": r["mean_jsd"], "train_valid_rate": r["mean_valid_rate"]}

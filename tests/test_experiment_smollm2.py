@@ -73,17 +73,8 @@ def test_load_trained_puts_a_lora_adapter_on_the_start(tiny_model_path, tmp_path
     import torch
 
     from gapo_lite.lab.runner import load_trained
-    from gapo_lite.models import LoraSettings, load_model
 
-    model, tok = load_model(tiny_model_path, lora=LoraSettings(r=4, alpha=8, dropout=0.0, target_modules=("q_proj", "v_proj")))
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "lora_B" in name:
-                p.normal_(std=0.5)  # a non-zero adapter, so that it changes the output
-    model.save_pretrained(tmp_path / "adapter")
-    ids = tok("Cat Dog Owl", return_tensors="pt")["input_ids"]
-    with torch.no_grad():
-        want = model(input_ids=ids).logits
+    ids, want = _random_adapter(tiny_model_path, tmp_path / "adapter", seed=0)
     loaded, _ = load_trained(tmp_path / "adapter", Path(tiny_model_path))
     plain, _ = load_trained(Path(tiny_model_path), Path(tiny_model_path))
     with torch.no_grad():
@@ -97,6 +88,18 @@ def test_unknown_run_names_are_refused(tmp_path):
 
     with pytest.raises(UserError, match="runs must name"):
         smollm2.run(tmp_path / "out", smollm2.SmolSettings(runs=("gapo", "ppo")))
+
+
+def test_recorded_settings_read_a_folders_settings_with_the_defaults_for_what_it_did_not_record(tmp_path):
+    import json
+
+    (tmp_path / "stages").mkdir()
+    (tmp_path / "stages" / "settings.json").write_text(json.dumps({"seed": 1, "rl_seed": 2, "learning_rate": 3e-4, "runs": ["gapo_lists"]}))
+    s = smollm2.recorded_settings(tmp_path)
+    assert (s.seed, s.rl_seed, s.learning_rate, list(s.runs), s.lora_r) == (1, 2, 3e-4, ["gapo_lists"], None)
+    (tmp_path / "stages" / "settings.json").write_text(json.dumps({"precision": "fp8"}))
+    with pytest.raises(ValueError, match="precision"):
+        smollm2.recorded_settings(tmp_path)
 
 
 def test_rl_config_takes_the_settings_that_differ_from_the_recipe(tmp_path):
@@ -591,7 +594,7 @@ def _random_adapter(path, folder, seed):
     with torch.no_grad():
         for name, p in model.named_parameters():
             if "lora_B" in name:
-                p.normal_(std=0.5)
+                p.normal_(std=0.5)  # a non-zero adapter, so that it changes the output
     model.save_pretrained(folder)
     ids = tok("Cat Dog Owl", return_tensors="pt")["input_ids"]
     with torch.no_grad():

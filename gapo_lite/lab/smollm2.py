@@ -93,6 +93,14 @@ class SmolSettings:
         return -1.0 if self.invalid_reward is None else self.invalid_reward
 
 
+def recorded_settings(folder: str | Path) -> SmolSettings:
+    """The settings an experiment folder ran with (its ``stages/settings.json``), for scripts that measure its
+    models again by the same protocol."""
+    import json
+
+    return SmolSettings(**json.loads((Path(folder) / "stages" / "settings.json").read_text()))
+
+
 def own_valid_answers(model: Any, tokenizer: Any, s: SmolSettings) -> tuple[list[tuple[list[dict[str, str]], str]], float]:
     """(prompt, item) pairs from the model's own replies on training-category lists that name exactly one
     item, and the share of replies that did."""
