@@ -539,12 +539,13 @@ def test_smollm2_lead_result_is_what_the_report_prints():
 def test_smollm2_probes_are_what_the_report_prints():
     """docs/smollm2.md's probes: the tables and the damage checks as smollm2_report prints them from
     docs/results/smollm2_probes.json (seed 0), smollm2_probes_s1.json, smollm2_probes_2threads.json and
-    smollm2_probes_explore(_s1).json, every probe from the lead's warmed start of its seed, with the training groups
+    smollm2_probes_explore(_s1).json, every probe from the lead's warmed start of its seed (smollm2_probes_warmup.json: from
+    starts warmed otherwise), with the training groups
     where the record has them; and the figures docs/reward.md quotes for the invalid margin, from that record."""
     from gapo_lite.lab.smollm2 import _value
     from gapo_lite.lab.smollm2_report import damage_lines, format_draws, format_result_markdown, format_training_table, models, run_label
 
-    seeds = [recorded_json(f"smollm2_probes{name}.json") for name in ("", "_s1", "_2threads", "_explore", "_explore_s1", "_draws", "_draws_s1")]
+    seeds = [recorded_json(f"smollm2_probes{name}.json") for name in ("", "_s1", "_2threads", "_explore", "_explore_s1", "_draws", "_draws_s1", "_warmup")]
     lead = recorded_json("smollm2_clean.json")
     probes = between(page("smollm2.md"), "probes")
     for record in seeds:
@@ -559,6 +560,8 @@ def test_smollm2_probes_are_what_the_report_prints():
     for results in seeds[5] + seeds[6]:  # the draws of the lead's arm: each seed's line, from the record
         assert format_draws(results) and format_draws(results) in probes
     assert all(len(r["training"]) >= 2 for r in seeds[3] + seeds[4])  # the explore records carry their training groups
+    warmups = {(r["settings"]["warmup_steps"], r["settings"]["warmup_prompts"], r["settings"]["warmup_temperature"]) for r in seeds[7]}
+    assert warmups == {(24, 48, 1.0), (96, 192, None)}  # the other warm-ups, each start labelled with how it was made
     seed0 = seeds[0][0]
     margin0 = next(seed0[n] for n in models(seed0) if run_label(seed0, n) == "GAPO, lists only, margin 0, 150 steps")
     quoted = (f"JSD {seed0['before']['heldout_jsd']:.3f} -> {margin0['heldout_jsd']:.3f}",

@@ -29,6 +29,21 @@ def test_own_valid_answers_keeps_replies_that_name_exactly_one_item(monkeypatch)
     assert [p for p, _ in pairs][::2] == [r["prompt"] for r in data]
 
 
+@pytest.mark.parametrize("warmup_temperature, sampled_at", [(None, 0.7), (1.0, 1.0)])
+def test_warm_up_samples_at_its_own_temperature_or_the_evaluations(monkeypatch, warmup_temperature, sampled_at):
+    import gapo_lite.eval.settings as settings_module
+
+    seen = []
+
+    def fake_sample(model, tokenizer, prompts, settings, n=None, seed_offset=0):
+        seen.append(settings.temperature)
+        return [["x"] * settings.n for _ in prompts]
+
+    monkeypatch.setattr(settings_module, "sample", fake_sample)
+    smollm2.own_valid_answers(None, None, smollm2.SmolSettings(warmup_prompts=2, warmup_samples=2, warmup_temperature=warmup_temperature))
+    assert seen == [sampled_at]
+
+
 def test_warm_up_is_a_no_op_at_zero_steps_and_refuses_an_empty_answer_set(monkeypatch):
     from gapo_lite.errors import UserError
 
@@ -684,3 +699,14 @@ def test_draws_gather_the_runs_that_differ_only_by_their_rl_seed(tmp_path):
     assert draws(base) == ("GAPO, lists only, 150 steps", [0.2, 0.25, 0.3])
     assert format_draws(base) == ("seed 0, GAPO, lists only, 150 steps and its RL seeds: held-out JSD 0.200, 0.250, 0.300; mean 0.250, "
                                   "standard deviation 0.050 (3 runs); start 0.300")
+
+
+def test_a_start_says_how_it_was_warmed_when_not_the_recorded_way():
+    """Starts warmed as every start before warm-ups were varied read "start"; others name what differs."""
+    from gapo_lite.lab.smollm2_report import RECORDED_WARMUP, run_label
+
+    label = lambda **changed: run_label({"settings": {**RECORDED_WARMUP, **changed}}, "before")
+    assert label() == "start" and label(warmup_steps=0, warmup_temperature=1.0) == "start"  # an unwarmed start has no warm-up to name
+    assert label(warmup_temperature=1.0) == "start, warm-up sampled at T 1"
+    assert label(warmup_steps=96, warmup_prompts=192, warmup_samples=4) == "start, warm-up 96 steps, 192 prompts, 4 replies each"
+    assert run_label({"settings": {"warmup_steps": 24}}, "before") == "start"  # records made before the warm-up's temperature existed

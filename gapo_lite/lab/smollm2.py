@@ -59,6 +59,7 @@ class SmolSettings:
     eval_temperature: float = 0.7
     completion_tokens: int = 16  # RL's max_completion_length and the lists suite's: room for a natural answer to end inside
     warmup_tokens: int = 8  # the warm-up's own replies (the recorded starts were warmed on 8-token replies)
+    warmup_temperature: float | None = None  # sampling the warm-up's own replies (None: eval_temperature, the recorded starts'); 1.0 fine-tunes on the model's own choices, not a sharpened copy
     open_samples: int = 0  # > 0: the open-ended suite (10 prompts) with this many samples each, after every stage
     open_tokens: int = 16
     open_validator: str = "open"  # the open suite's vocabularies: "open" (any real city / country), "wordnet" (and WordNet's nouns), "word_lists", "short"
@@ -109,7 +110,8 @@ def own_valid_answers(model: Any, tokenizer: Any, s: SmolSettings) -> tuple[list
     from gapo_lite.eval.settings import SampleSettings, sample
 
     rows = build_list_dataset(s.warmup_prompts, split="train", max_items=8, seed=s.seed + 7)
-    settings = SampleSettings(n=s.warmup_samples, temperature=s.eval_temperature, max_new_tokens=s.warmup_tokens, batch_size=64, seed=s.seed,
+    temperature = s.eval_temperature if s.warmup_temperature is None else s.warmup_temperature
+    settings = SampleSettings(n=s.warmup_samples, temperature=temperature, max_new_tokens=s.warmup_tokens, batch_size=64, seed=s.seed,
                               progress=True, precision=s.precision)
     replies = sample(model, tokenizer, [r["prompt"] for r in rows], settings, seed_offset=7)
     pairs = [(r["prompt"], choice) for r, texts in zip(rows, replies) for choice in (parse_choice(t, r["items"]) for t in texts) if choice is not None]

@@ -473,12 +473,35 @@ def format_result_markdown(all_results: list[dict[str, Any]], summary: bool = Fa
     return "\n".join(lines)
 
 
+# The warm-up every start was made with before warm-ups were varied (24 steps on 8 replies to each of 48 prompts,
+# sampled at the evaluation's T); a start made otherwise says how in its label.
+RECORDED_WARMUP = {"warmup_steps": 24, "warmup_prompts": 48, "warmup_samples": 8, "warmup_temperature": None}
+
+
+def warmup_label(settings: dict[str, Any]) -> str:
+    """", warm-up 96 steps, 192 prompts, sampled at T 1" for a warmed start made otherwise than
+    :data:`RECORDED_WARMUP`; "" for those and for unwarmed starts.
+
+    >>> warmup_label({"warmup_steps": 96, "warmup_prompts": 192, "warmup_samples": 8})
+    ', warm-up 96 steps, 192 prompts'
+    >>> warmup_label({"warmup_steps": 24, "warmup_prompts": 48, "warmup_samples": 8, "warmup_temperature": 1.0})
+    ', warm-up sampled at T 1'
+    """
+    if not settings.get("warmup_steps"):
+        return ""
+    wording = {"warmup_steps": "{} steps", "warmup_prompts": "{} prompts", "warmup_samples": "{} replies each", "warmup_temperature": "sampled at T {:g}"}
+    parts = [wording[key].format(settings[key]) for key, recorded in RECORDED_WARMUP.items() if settings.get(key, recorded) != recorded]
+    return f", warm-up {', '.join(parts)}" if parts else ""
+
+
 def run_label(results: dict[str, Any], name: str) -> str:
     """A model's column name; the GAPO run says it mixed open prompts in when its settings did (``open_share``), and
     a run says it trained on the lenient reward where it was measured by the clean rule (``reward_clean_answers``)."""
     if name in results.get("labels", {}) or name in results.get("added", {}):
         return results.get("labels", {}).get(name) or results["added"][name]["label"]
     s = results.get("settings", {})
+    if name == "before":
+        return "start" + warmup_label(s)
     share = s.get("open_share") or 0
     trained = name in REWARDS  # an RL run, not a start
     lenient = ", lenient reward" if trained and s.get("reward_clean_answers") is False and s.get("clean_answers", True) else ""
