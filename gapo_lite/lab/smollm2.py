@@ -59,7 +59,7 @@ class SmolSettings:
     eval_temperature: float = 0.7
     completion_tokens: int = 16  # RL's max_completion_length and the lists suite's: room for a natural answer to end inside
     warmup_tokens: int = 8  # the warm-up's own replies (the recorded starts were warmed on 8-token replies)
-    warmup_temperature: float | None = None  # sampling the warm-up's own replies (None: eval_temperature, the recorded starts'); 1.0 fine-tunes on the model's own choices, not a sharpened copy
+    warmup_temperature: float | None = None  # sampling the warm-up's replies (None: eval_temperature, the recorded starts'); 1.0: the model's own choices
     open_samples: int = 0  # > 0: the open-ended suite (10 prompts) with this many samples each, after every stage
     open_tokens: int = 16
     open_validator: str = "open"  # the open suite's vocabularies: "open" (any real city / country), "wordnet" (and WordNet's nouns), "word_lists", "short"
