@@ -540,12 +540,13 @@ def test_smollm2_probes_are_what_the_report_prints():
     """docs/smollm2.md's probes: the tables and the damage checks as smollm2_report prints them from
     docs/results/smollm2_probes.json (seed 0), smollm2_probes_s1.json, smollm2_probes_2threads.json and
     smollm2_probes_explore(_s1).json, every probe from the lead's warmed start of its seed (smollm2_probes_warmup.json: from
-    starts warmed otherwise), with the training groups
+    starts warmed otherwise; smollm2_probes_batch(_s1).json: four prompts a step), with the training groups
     where the record has them; and the figures docs/reward.md quotes for the invalid margin, from that record."""
     from gapo_lite.lab.smollm2 import _value
     from gapo_lite.lab.smollm2_report import damage_lines, format_draws, format_result_markdown, format_training_table, models, run_label
 
-    seeds = [recorded_json(f"smollm2_probes{name}.json") for name in ("", "_s1", "_2threads", "_explore", "_explore_s1", "_draws", "_draws_s1", "_warmup")]
+    names = ("", "_s1", "_2threads", "_explore", "_explore_s1", "_draws", "_draws_s1", "_warmup", "_batch", "_batch_s1")
+    seeds = [recorded_json(f"smollm2_probes{name}.json") for name in names]
     lead = recorded_json("smollm2_clean.json")
     probes = between(page("smollm2.md"), "probes")
     for record in seeds:
@@ -556,7 +557,7 @@ def test_smollm2_probes_are_what_the_report_prints():
             assert "training" not in results or format_training_table(results["training"]) in probes
     starts = lambda rs: {r["settings"]["seed"]: (r["before"]["heldout_jsd"], r["before"]["heldout_valid_rate"], r["before"]["guard"]["accuracy"]) for r in rs}
     assert starts(seeds[0] + seeds[1]) == starts(lead) and starts(seeds[2]) == starts(seeds[3]) == starts(seeds[0])
-    assert starts(seeds[4]) == starts(seeds[6]) == starts(seeds[1]) and starts(seeds[5]) == starts(seeds[0])
+    assert starts(seeds[4]) == starts(seeds[6]) == starts(seeds[9]) == starts(seeds[1]) and starts(seeds[5]) == starts(seeds[8]) == starts(seeds[0])
     for results in seeds[5] + seeds[6]:  # the draws of the lead's arm: each seed's line, from the record
         assert format_draws(results) and format_draws(results) in probes
     assert all(len(r["training"]) >= 2 for r in seeds[3] + seeds[4])  # the explore records carry their training groups
