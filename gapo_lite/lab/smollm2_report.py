@@ -473,8 +473,8 @@ def format_result_markdown(all_results: list[dict[str, Any]], summary: bool = Fa
     return "\n".join(lines)
 
 
-# The warm-up every start was made with before warm-ups were varied (24 steps on 8 replies to each of 48 prompts,
-# sampled at the evaluation's T); a start made otherwise says how in its label.
+# The warm-up of the recorded starts (24 steps on 8 replies to each of 48 prompts, sampled at the evaluation's T). A
+# start made otherwise says how in its label, so that its table is not read as theirs.
 RECORDED_WARMUP = {"warmup_steps": 24, "warmup_prompts": 48, "warmup_samples": 8, "warmup_temperature": None}
 
 
