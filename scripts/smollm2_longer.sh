@@ -29,9 +29,10 @@ if [ ! -f "$prev/stages/$run.json" ]; then
   exit 2
 fi
 prev_steps=$(recorded_value "$prev/stages/settings.json" rl_steps)
-# The first run's settings (how its start was warmed, what was trained and measured, its RL seed and its adapter's
-# shape too: the resumed checkpoint holds that adapter), but the seed, the steps, the schedule and the runs.
-sets=$(recorded_sets "$prev/stages/settings.json" warmup_steps warmup_prompts warmup_samples warmup_temperature invalid_reward invalid_margin num_generations prompts_per_step learning_rate rl_temperature open_samples beta open_share open_vocabulary clean_answers reward_clean_answers completion_tokens open_tokens open_validator guard rl_seed lora_r lora_alpha lora_dropout)
+# Every setting the first run recorded (how its start was warmed, what was trained and measured, its RL seed, its
+# adapter's shape: the resumed checkpoint holds that adapter), but those each stage sets itself: the seed, the
+# threads, the steps, the runs and the schedule.
+sets=$(recorded_sets_but "$prev/stages/settings.json" seed threads rl_steps runs rl_schedule)
 prefix=${PREFIX:-runs/smollm2_more_s$seed}
 for steps in "${stages[@]}"; do
   out=${prefix}_$steps${schedule:+_$schedule}

@@ -529,7 +529,7 @@ def test_the_longer_script_resumes_a_checkpoint_and_records_the_settings_it_was_
     (prev / "pretrained").mkdir()
     (prev / "gapo_lists" / "metrics.jsonl").write_text('{"step": 150}\n')
     settings = {"seed": 0, "rl_steps": 150, "invalid_margin": 0.0, "learning_rate": 3e-4, "runs": ["gapo_lists"], "lora_r": 64, "lora_alpha": 32,
-                "lora_dropout": 0.1, "warmup_steps": 96, "warmup_temperature": 1.0}
+                "lora_dropout": 0.1, "warmup_steps": 96, "warmup_temperature": 1.0, "precision": "bf16", "threads": 2, "rl_schedule": "cosine"}
     for name, body in (("settings", settings), ("start", {"before": {}}), ("gapo_lists", {"measured": {}})):
         (prev / "stages").mkdir(exist_ok=True)
         (prev / "stages" / f"{name}.json").write_text(json.dumps(body))
@@ -550,6 +550,10 @@ def test_the_longer_script_resumes_a_checkpoint_and_records_the_settings_it_was_
     assert "invalid_margin=0.0" in lab_args and "rl_steps=225" in lab_args and lab_args[-1] == "invalid_margin=None"
     assert {"lora_r=64", "lora_alpha=32", "lora_dropout=0.1"} <= set(lab_args)  # the checkpoint's adapter shape
     assert {"warmup_steps=96", "warmup_temperature=1.0"} <= set(lab_args)  # how its start was warmed, for the start's label
+    assert "precision=bf16" in lab_args  # every recorded setting, not a list that misses the ones added later
+    # but what each stage sets itself: its seed, threads, steps and runs once each, and no recorded schedule
+    own = [a for a in lab_args if a.split("=")[0] in ("seed", "threads", "rl_steps", "runs", "rl_schedule")]
+    assert own == ["seed=0", "threads=1", "rl_steps=225", "runs=gapo_lists"]
 
 
 def test_the_lab_can_train_on_the_lenient_reward_and_measure_by_the_clean_rule(tmp_path):
