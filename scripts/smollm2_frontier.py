@@ -32,7 +32,7 @@ def points(records: list[Path]) -> list[dict[str, Any]]:
                 continue  # measured by the lenient rule
             for name in models(results):
                 m = results[name]
-                label = "start" if name == "before" else run_label(results, name)
+                label = run_label(results, name)
                 key = (results["settings"]["seed"], label, round(m["heldout_jsd"], 6), round(m["heldout_valid_rate"], 6))
                 if key in seen:
                     continue

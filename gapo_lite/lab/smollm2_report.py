@@ -700,8 +700,9 @@ def report_seeds(paths: list[Path], all_results: list[dict[str, Any]], plots: Pa
         print(f"== seed {results['settings']['seed']} ({path}{status})\n{format_table(results)}")
         print(format_noise([(run_label(results, n), results[n]) for n in models(results)], results["settings"]["seed"], results["settings"].get("eval_lists", 10)))
         print("\n".join(damage_lines(results)) + "\n")
-        if format_draws(results):
-            print(format_draws(results) + "\n")
+        line = format_draws(results)
+        if line:
+            print(line + "\n")
         if all("open" in results[n] for n in models(results)):  # a run measured without the open suite has no replies to re-score
             scores = open_scores(results)
             print(f"{format_open_table(results, scores)}\n\n{format_top_answers(results, scores)}\n")
