@@ -51,3 +51,25 @@ def test_grpo_with_group_reward_trains_lora(tmp_path):
     changed = [n for n, p in model.named_parameters() if "lora_" in n and not np.allclose(before[n].numpy(), p.detach().numpy())]
     assert changed, "LoRA weights did not change"
     assert all(not p.requires_grad for n, p in model.named_parameters() if "lora_" not in n)
+
+
+def test_a_dataset_of_one_repeated_prompt_trains_one_group_per_row(tmp_path):
+    """"Name a fruit." a thousand times is a dataset users write: TRL puts several copies in one batch, side by
+    side, and the hook scores each copy as its own group of num_generations, as TRL's advantages do."""
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    words = sorted(set(TEMPLATES[0].replace("{items}", "").replace(".", " ").replace(":", " ").split()) | set(ITEMS))
+    path = build_tiny_model(tmp_path / "model", words=words, seed=1)
+    model, tokenizer = load_model(path, backend="transformers", lora=LoraSettings(r=4, alpha=8, dropout=0.0))
+    row = make_example(ITEMS, "animals", TEMPLATES[0], "same")
+    scorer = Recording()
+    args = GRPOConfig(
+        output_dir=str(tmp_path / "out"), per_device_train_batch_size=8, gradient_accumulation_steps=4, num_generations=8,
+        max_completion_length=2, max_steps=2, learning_rate=5e-2, logging_steps=1, report_to="none", use_cpu=True,
+        gradient_checkpointing=False, bf16=False, save_strategy="no", temperature=1.0, seed=0,
+    )
+    trainer = GRPOTrainer(model=model, processing_class=tokenizer, reward_funcs=[GroupReward(scorer, num_generations=8)], args=args,
+                          train_dataset=Dataset.from_list([row] * 16))
+    trainer.train()
+    assert [len(g) for g in scorer.batches] == [8] * 8  # 2 steps x 4 copies of the one prompt, each its own group

@@ -46,11 +46,28 @@ def test_wrong_group_size_names_sizes():
         GroupReward()(**trl_call([["Owl"] * 2, ["Cat"] * 3]))
 
 
-def test_non_contiguous_group_is_an_error():
+def test_a_group_of_two_prompts_is_an_error():
     kwargs = trl_call([["Owl", "Cat"], ["Dog", "Dog"]])
     kwargs["prompt_id"] = ["p0", "p1", "p1", "p0"]
-    with pytest.raises(ValueError, match="unique per prompt"):
+    with pytest.raises(ValueError, match=r"rows 0-1 should be one prompt's 2 completions but hold 2 prompts"):
         GroupReward(num_generations=2)(**kwargs)
+    with pytest.raises(ValueError, match="unique per prompt"):  # without num_generations a group is a run of one prompt
+        GroupReward()(**kwargs)
+
+
+@pytest.mark.parametrize("ids", [["p0", "p0", "p1"], ["p0", "p1", "p0"]])
+def test_a_prompt_drawn_twice_in_one_batch_is_two_groups_as_in_trl(ids):
+    """TRL draws dataset rows, so a dataset that holds one prompt twice (one instruction repeated, or the same
+    list shown again) can put both copies in one batch, side by side or apart: each copy is its own group of
+    num_generations, scored alone, as TRL's advantages group them."""
+    groups = [["Owl", "Owl"], ["Cat", "Owl"], ["Dog", "Dog"]]
+    kwargs = trl_call(groups)
+    kwargs["prompt_id"] = [i for i in ids for _ in range(2)]
+    kwargs["prompts"] = [[{"role": "user", "content": i}] for i in kwargs["prompt_id"]]
+    expected = [r for g in groups for r in frequency_aware_rewards(g, ITEMS)]
+    assert GroupReward(num_generations=2)(**kwargs) == pytest.approx(expected)
+    del kwargs["prompt_id"]  # keyed by the prompt's text
+    assert GroupReward(num_generations=2)(**kwargs) == pytest.approx(expected)
 
 
 def test_custom_scorer_sees_whole_groups_and_columns():

@@ -53,9 +53,11 @@ def _all_gather(obj: Any, world: int) -> list[Any]:
 class GroupReward:
     """A TRL reward function that scores completions a whole group at a time.
 
-    TRL calls reward functions with one row per completion. ``GroupReward`` regroups the rows by the
-    ``prompt_id`` column (falling back to the prompt itself), checks each group has ``num_generations``
-    members, hands every group to ``scorer`` and returns the rewards in TRL's row order. Under
+    TRL calls reward functions with one row per completion, each prompt's ``num_generations`` rows side by side.
+    ``GroupReward`` cuts the rows into groups where TRL's advantages do (every ``num_generations`` rows, checking
+    that each group holds one prompt, by the ``prompt_id`` column or the prompt itself), so a prompt the dataset
+    holds twice is two groups as in TRL; without ``num_generations`` a group is a run of equal prompts. It hands
+    every group to ``scorer`` and returns the rewards in TRL's row order. Under
     ``torch.distributed`` it gathers the whole generation batch first, so a group split across processes
     is scored whole and every process gets exactly the rewards a single process would.
     """
@@ -141,27 +143,39 @@ class GroupReward:
         return rows
 
     def _split_groups(self, rows: list[dict[str, Any]]) -> list[tuple[int, Group]]:
-        """Contiguous runs of equal keys, as (start index, group); checks sizes and contiguity."""
+        """(start index, group) for each group of ``rows``: every ``num_generations`` rows when it is known (TRL's
+        grouping), else contiguous runs of equal keys; checks sizes and that each group holds one prompt."""
+        if self.num_generations is not None:
+            bounds = [(start, min(start + self.num_generations, len(rows))) for start in range(0, len(rows), self.num_generations)]
+            for start, stop in bounds:
+                keys = list(dict.fromkeys(r["key"] for r in rows[start:stop]))
+                if len(keys) > 1:
+                    raise ValueError(
+                        f"rows {start}-{stop - 1} should be one prompt's {self.num_generations} completions but hold {len(keys)} prompts "
+                        f"({keys[0]!r}, {keys[1]!r}, ...); is num_generations the trainer's?"
+                    )
+        else:
+            bounds, seen, start = [], set(), 0
+            while start < len(rows):
+                key = rows[start]["key"]
+                if key in seen:
+                    raise ValueError(
+                        f"prompt {key!r} appears in two separate runs of the batch; TRL keeps each group contiguous, "
+                        f"so the '{self.group_column}' column must be unique per prompt (or give num_generations)"
+                    )
+                seen.add(key)
+                stop = start
+                while stop < len(rows) and rows[stop]["key"] == key:
+                    stop += 1
+                bounds.append((start, stop))
+                start = stop
         groups: list[tuple[int, Group]] = []
-        seen: set[str] = set()
-        start = 0
-        while start < len(rows):
-            key = rows[start]["key"]
-            if key in seen:
-                raise ValueError(
-                    f"prompt {key!r} appears in two separate runs of the batch; TRL keeps each group contiguous, "
-                    f"so the '{self.group_column}' column must be unique per prompt"
-                )
-            seen.add(key)
-            stop = start
-            while stop < len(rows) and rows[stop]["key"] == key:
-                stop += 1
+        for start, stop in bounds:
             first, members = rows[start], rows[start:stop]
             known = all(r["ended"] is not None for r in members)
             ended = tuple(r["ended"] for r in members) if known else None
             texts = [r["completion"] if not known or r["ended"] else "" for r in members]
-            groups.append((start, Group(key=key, prompt=first["prompt"], completions=texts, columns=first["columns"], ended=ended)))
-            start = stop
+            groups.append((start, Group(key=first["key"], prompt=first["prompt"], completions=texts, columns=first["columns"], ended=ended)))
         sizes = [len(g.completions) for _, g in groups]
         expected = self.num_generations if self.num_generations is not None else sizes[0] if sizes else 0
         if any(s != expected for s in sizes):
