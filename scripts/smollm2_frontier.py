@@ -23,7 +23,7 @@ GAPO_KINDS = ("GAPO, lists only", "GAPO, lists + open")
 
 def points(records: list[Path]) -> list[dict[str, Any]]:
     """One dict per measured model (record, seed, kind, label, jsd, valid); a model in several records once."""
-    from gapo_lite.lab.smollm2_report import models, run_label, run_of
+    from gapo_lite.lab.smollm2_report import model_settings, models, on_measured_lists, run_label, run_of
 
     seen, out = set(), []
     for path in records:
@@ -37,7 +37,8 @@ def points(records: list[Path]) -> list[dict[str, Any]]:
                 if key in seen:
                     continue
                 seen.add(key)
-                out.append({"record": Path(path).name, "seed": results["settings"]["seed"], "kind": KINDS.get(run_of(name), "other"), "label": label,
+                kind = "other" if on_measured_lists(model_settings(results, name)) else KINDS.get(run_of(name), "other")  # no transfer to fit
+                out.append({"record": Path(path).name, "seed": results["settings"]["seed"], "kind": kind, "label": label,
                             "jsd": m["heldout_jsd"], "valid": m["heldout_valid_rate"]})
     return out
 

@@ -613,3 +613,32 @@ def test_smollm2_training_category_lists_are_what_the_script_printed(load_script
         rows = recorded_json(f"smollm2_train_lists_s{seed}.json")
         assert rows[0]["model"].endswith(": start") and len(rows) >= 3
         assert script.format_rows(rows) in probes
+
+
+def test_smollm2_measured_lists_are_what_the_report_prints():
+    """docs/smollm2.md's runs trained on the lists the suite measures: tables, damage checks and training groups as
+    smollm2_report prints them from docs/results/smollm2_measured_lists(_s1).json (the 40 measured prompts, from
+    the lead's starts, beside the lead's arm with the same RL seed) and smollm2_measured_list1.json (one list,
+    measured on it alone), with each model's answers by the item's rank; every such run trained on the measured lists
+    and is labelled so."""
+    from gapo_lite.lab.smollm2_report import damage_lines, format_item_ranks, format_result_markdown, format_training_table, model_settings, models, on_measured_lists
+
+    probes = between(page("smollm2.md"), "probes")
+    ten = [recorded_json(f"smollm2_measured_lists{name}.json") for name in ("", "_s1")]
+    one = recorded_json("smollm2_measured_list1.json")
+    for record in (*ten, one):
+        assert format_result_markdown(record) in probes
+        for results in record:
+            for line in damage_lines(results):
+                assert line in probes, line
+            assert format_training_table(results["training"]) in probes
+            for by in ("start", "own"):  # where the answers go, as the report prints it
+                assert format_item_ranks(results["item_ranks"][by]) in probes
+    lead = {r["settings"]["seed"]: r["before"]["heldout_jsd"] for name in ("_draws", "_draws_s1") for r in recorded_json(f"smollm2_probes{name}.json")}
+    for record in ten:
+        (results,) = record
+        assert results["before"]["heldout_jsd"] == lead[results["settings"]["seed"]]
+        trained = [n for n in models(results) if n != "before"]
+        assert [on_measured_lists(model_settings(results, n)) for n in trained] == [False, True]  # the lead's arm, then the measured lists
+    assert sorted(r["settings"]["seed"] for r in one) == [0, 1]
+    assert all(r["settings"]["eval_lists"] == 1 and r["settings"]["eval_samples"] == 400 and on_measured_lists(r["settings"]) for r in one)

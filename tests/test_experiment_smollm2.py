@@ -715,3 +715,83 @@ def test_a_start_says_how_it_was_warmed_when_not_the_recorded_way():
     assert label(warmup_temperature=1.0) == "start, warm-up sampled at T 1"
     assert label(warmup_steps=96, warmup_prompts=192, warmup_samples=4) == "start, warm-up 96 steps, 192 prompts, 4 replies each"
     assert run_label({"settings": {"warmup_steps": 24}}, "before") == "start"  # records made before the warm-up's temperature existed
+
+
+def test_rl_on_fixed_lists_trains_on_the_suites_prompts_or_on_fixed_training_lists():
+    """``rl_lists="measured"``: every row is one of the suite's 40 prompts (each held-out list in each order, the suite's
+    wording), each as often as the others, in a seeded order; ``"fixed"``: ``fixed_lists`` lists of the training
+    categories alike; other values, open prompts beside them and no fixed list are refused."""
+    from collections import Counter
+
+    from gapo_lite.data import categories, format_prompt
+    from gapo_lite.eval.lists import DEFAULT_TEMPLATE, make_eval_lists
+    from gapo_lite.lab.smollm2 import SmolSettings, fixed_lists_dataset
+
+    s = SmolSettings(seed=1, rl_lists="measured")
+    rows = fixed_lists_dataset(s, 100)
+    suite = {format_prompt(list(order), lst.category, DEFAULT_TEMPLATE): lst.items for lst in make_eval_lists(10, seed=1) for order in lst.orders}
+    counts = Counter(r["prompt"][0]["content"] for r in rows)
+    assert set(counts) == set(suite) and sorted(set(counts.values())) == [2, 3]  # 100 rows over 40 prompts: whole rounds first
+    assert all(sorted(r["items"]) == sorted(suite[r["prompt"][0]["content"]]) for r in rows)
+    assert list(fixed_lists_dataset(s, 100)["prompt_id"]) == list(rows["prompt_id"])
+    assert list(fixed_lists_dataset(SmolSettings(seed=1, rl_seed=5, rl_lists="measured"), 100)["prompt_id"]) != list(rows["prompt_id"])
+    fixed = fixed_lists_dataset(SmolSettings(seed=1, rl_lists="fixed", fixed_lists=2), 20)
+    assert len(set(fixed["prompt_id"])) == 8 and set(fixed["category"]) <= set(categories("train")) and not set(fixed["category"]) & set(categories("heldout"))
+    with pytest.raises(ValueError, match="draws a fresh list"):
+        fixed_lists_dataset(SmolSettings(), 10)
+    with pytest.raises(ValueError, match="rl_lists must be one of"):
+        SmolSettings(rl_lists="heldout")
+    with pytest.raises(ValueError, match="open_share=0"):
+        SmolSettings(rl_lists="measured", open_share=0.5)
+    with pytest.raises(ValueError, match="fixed_lists must be >= 1"):
+        SmolSettings(rl_lists="fixed", fixed_lists=0)
+
+
+def test_a_run_on_the_measured_lists_says_so_and_counts_for_no_target_or_fit(tmp_path, load_script):
+    """Trained on the prompts it is measured on, a run shows no transfer: its label says so, issue 34's targets
+    and the frontier's fit leave it out, in its own folder and when added to another."""
+    from gapo_lite.lab.smollm2_report import add_runs, load_results, run_label, target_rows
+
+    lead = load_results(_seed_folder(tmp_path, "lead", 0, ["gapo_lists"]))
+    measured = load_results(_seed_folder(tmp_path, "ml", 0, ["gapo_lists"], rl_lists="measured"))
+    assert run_label(measured, "gapo_lists") == "GAPO, lists only, trained on the measured lists"
+    fixed = load_results(_seed_folder(tmp_path, "fx", 0, ["gapo_lists"], rl_lists="fixed", fixed_lists=2))
+    assert run_label(fixed, "gapo_lists") == "GAPO, lists only, 2 fixed lists" and len(target_rows(fixed)) == 2  # a transfer result
+    assert target_rows(measured) == [] and len(target_rows(lead)) == 2
+    both = add_runs(lead, measured, tmp_path / "ml")
+    added = [n for n in both["added"]]
+    assert len(added) == 1 and "trained on the measured lists" in run_label(both, added[0]) and len(target_rows(both)) == 2
+    frontier = load_script("smollm2_frontier")
+    for name in ("before", "gapo_lists", *added):
+        both[name]["heldout_end_rate"] = 1.0  # measured by the clean rule, as the frontier reads
+    record = tmp_path / "r.json"
+    record.write_text(json.dumps([both]))
+    kinds = sorted(p["kind"] for p in frontier.points([record]))
+    assert kinds == ["GAPO, lists only", "other", "start"]
+
+
+def test_item_ranks_tell_a_traded_favourite_from_a_spread():
+    """A run that answers as the start did with two items' names swapped keeps the start's shape by its own ranks and
+    loses the start's favourite by the start's; a run that answers uniformly is flat either way; lists with no
+    valid answer are left out of the mean."""
+    from gapo_lite.eval.lists import make_eval_lists
+    from gapo_lite.lab.smollm2_report import item_ranks, uniform_own_ranks
+
+    lists = make_eval_lists(2, seed=3)
+    start, swapped, uniform = [], [], []
+    for lst in lists:
+        a, b, *rest = lst.items
+        start += [a] * 5 + [b] * 2 + [rest[0]] + [None] * 8  # 16 samples a list, 8 of them valid
+        swapped += [b] * 5 + [a] * 2 + [rest[0]] + [None] * 8
+        uniform += list(lst.items) * 2
+    m = lambda choices: {"heldout_jsd": 0.0, "heldout_choices": choices}
+    results = {"settings": {"seed": 3, "eval_lists": 2, "eval_samples": 16}, "before": m(start), "gapo_lists": m(swapped), "gapo": m(uniform)}
+    by_start, by_own = (dict((label, shares) for label, shares in item_ranks(results, by)) for by in ("start", "own"))
+    assert by_start["start"][:3] == by_own["start"][:3] == [5 / 8, 2 / 8, 1 / 8]
+    assert by_own["GAPO, lists only"] == by_own["start"] and by_start["GAPO, lists only"][:2] == [2 / 8, 5 / 8]
+    assert by_own["GAPO"] == by_start["GAPO"] == [1 / 8] * 8
+    results["gapo_lists"] = m([None] * 16 + swapped[16:])  # the first list: no valid answer
+    assert dict(item_ranks(results, "own"))["GAPO, lists only"] == by_own["start"]
+    assert uniform_own_ranks(16, draws=200)[0] > 1 / 8 > uniform_own_ranks(16, draws=200)[-1]
+    with pytest.raises(ValueError, match="by must be"):
+        item_ranks(results, "favourite")

@@ -24,6 +24,7 @@ from gapo_lite.lab.runner import Experiment, RLRun, module_main, run_staged, set
 REWARDS = {"gapo": "gapo", "gapo_lists": "gapo", "grpo_baseline": "validity"}
 LABELS = {"before": "start", "before_nf4": "start, NF4", "gapo_lists": "GAPO, lists only", "gapo": "GAPO", "grpo_baseline": "GRPO + validity reward"}
 LISTS_ONLY = ("gapo_lists",)  # runs that train on list prompts alone (the paper's recipe) whatever open_share says
+RL_LISTS = ("train", "fixed", "measured")
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,12 @@ class SmolSettings:
     lora_r: int | None = None  # the adapter's shape (the recipe's: r 16, alpha 32, no dropout; the paper's: r 64, alpha 32, dropout 0.1)
     lora_alpha: int | None = None
     lora_dropout: float | None = None
+    # The list prompts RL trains on: "train" (a fresh list of the training categories each prompt, the paper's protocol); "fixed"
+    # (``fixed_lists`` lists of the training categories, each in 4 orders, over and over: does a spread learnt thoroughly carry
+    # over?); "measured" (the held-out lists the lists suite measures: can GAPO spread them at all when nothing has to carry
+    # over? never a transfer result).
+    rl_lists: str = "train"
+    fixed_lists: int = 1
     open_share: float = 0.0  # share of open naming prompts (categories outside the open suite) in the gapo and baseline runs' data
     open_vocabulary: str = "word_lists"  # valid answers to those prompts (TrainConfig.open_vocabulary); the recorded runs' before "wordnet" existed
     clean_answers: bool = True  # reward and measurements: an answer counts only when the reply ended its turn and is that answer alone
@@ -73,6 +80,12 @@ class SmolSettings:
     def __post_init__(self) -> None:
         if self.precision not in REQUESTED_PRECISIONS:
             raise ValueError(f"precision must be 'auto', 'bf16' or 'fp32', got {self.precision!r}")
+        if self.rl_lists not in RL_LISTS:
+            raise ValueError(f"rl_lists must be one of {RL_LISTS}, got {self.rl_lists!r}")
+        if self.rl_lists != "train" and self.open_share > 0:
+            raise ValueError(f"rl_lists={self.rl_lists!r} trains on its lists alone; set open_share=0")
+        if self.fixed_lists < 1:
+            raise ValueError(f"fixed_lists must be >= 1, got {self.fixed_lists}")
         if not 0.0 <= self.open_share <= 1.0:
             raise ValueError(f"open_share must be in [0, 1], got {self.open_share}")
         from gapo_lite.data.open_ended import VOCABULARIES
@@ -192,6 +205,44 @@ def measure(model: Any, tokenizer: Any, s: SmolSettings) -> dict[str, Any]:
     return measured
 
 
+def rl_prompts(s: SmolSettings) -> int:
+    """How many prompts an RL run of ``rl_steps`` draws (the recipe's prompts a step unless set)."""
+    from gapo_lite.training.recipes import load_recipe
+
+    return s.rl_steps * (s.prompts_per_step or load_recipe("smollm2_lists").prompts_per_step)
+
+
+def fixed_lists_dataset(s: SmolSettings, num_prompts: int):
+    """The list prompts of ``rl_lists="fixed"`` or ``"measured"``, in rounds of a seeded shuffle until ``num_prompts``
+    rows: ``fixed_lists`` lists of the training categories, or the lists the lists suite measures (its held-out
+    lists, ``eval_lists`` of them), each in its 4 orders, in the suite's wording.
+
+    >>> rows = fixed_lists_dataset(SmolSettings(rl_lists="measured"), 100)
+    >>> len(rows), len({r["prompt_id"] for r in rows}), sorted(rows[0]) == ["category", "items", "prompt", "prompt_id"]
+    (100, 40, True)
+    >>> len({r["prompt_id"] for r in fixed_lists_dataset(SmolSettings(rl_lists="fixed", fixed_lists=2), 100)})
+    8
+    """
+    import random
+
+    from datasets import Dataset
+
+    from gapo_lite.data import make_example
+    from gapo_lite.eval.lists import DEFAULT_TEMPLATE, make_eval_lists
+
+    if s.rl_lists not in ("fixed", "measured"):
+        raise ValueError(f"rl_lists={s.rl_lists!r} draws a fresh list each prompt; no fixed lists to build")
+    split, count = ("train", s.fixed_lists) if s.rl_lists == "fixed" else ("heldout", s.eval_lists)
+    shown = [make_example(list(order), lst.category, DEFAULT_TEMPLATE, f"{'train-' if split == 'train' else ''}{lst.list_id}-order{k}")
+             for lst in make_eval_lists(count, seed=s.seed, split=split) for k, order in enumerate(lst.orders)]
+    rng = random.Random(f"gapo-lite/{s.rl_lists}-lists/{s.seed if s.rl_seed is None else s.rl_seed}")  # "measured": the recorded runs' order
+    rows: list[dict[str, Any]] = []
+    while len(rows) < num_prompts:
+        rng.shuffle(shown)
+        rows += shown
+    return Dataset.from_list(rows[:num_prompts])
+
+
 def suites_of(measured: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """One stage's measurement as the eval's suite results (``lists``, ``open``, ``guard``), for
     :func:`gapo_lite.eval.damage.damage`; a record made before the clean-answer rule has no reply form to read."""
@@ -294,7 +345,8 @@ def run(out_dir: str | Path, s: SmolSettings, command: str | None = None) -> dic
 
     experiment = Experiment(
         settings=s, build_model=build, pretrain=lambda model, tok: warm_up(model, tok, s),
-        runs=[RLRun(name, LABELS[name]) for name in s.runs], rl_config=lambda start, out, r: rl_config(s, start, out, r),
+        runs=[RLRun(name, LABELS[name], make_dataset=None if s.rl_lists == "train" else lambda: fixed_lists_dataset(s, rl_prompts(s))) for name in s.runs],
+        rl_config=lambda start, out, r: rl_config(s, start, out, r),
         measure=lambda model, tok: measure(model, tok, s), format_table=format_table,
         pretrain_message=f"loading SmolLM2-135M-Instruct{'' if s.warmup_steps == 0 else f' and warming it up ({s.warmup_steps} steps on its own valid answers)'}",
         run_message=" (LoRA, training categories)", on_start=on_start,

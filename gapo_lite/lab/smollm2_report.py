@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -390,6 +391,70 @@ def heldout_jsd_se(measured: dict[str, Any], seed: int, num_lists: int = 10, res
     return math.nan if any(math.isnan(d) for d in draws) else statistics.stdev(draws)
 
 
+def item_ranks(results: dict[str, Any], by: str = "start") -> list[list[Any]]:
+    """[label, shares] for each model that kept its held-out choices: the share of a list's valid answers that went
+    to its most chosen item, its second, ..., averaged over the lists; uniform is 1/8 each. ``by="start"`` ranks the
+    items by the start's choices (ties in the list's own order), so a run that pushes the start's favourite down
+    shows it in the first share; ``by="own"`` ranks each model's items by its own choices, the shape of its
+    distribution: a run that only trades one favourite for another keeps that shape.
+
+    >>> s = {"seed": 0, "eval_lists": 1, "eval_samples": 4}
+    >>> from gapo_lite.eval.lists import make_eval_lists
+    >>> a, b, *_ = make_eval_lists(1, seed=0)[0].items
+    >>> m = lambda *choices: {"heldout_jsd": 0.0, "heldout_choices": list(choices)}
+    >>> r = {"settings": s, "before": m(a, a, a, b), "gapo_lists": m(a, b, None, b)}
+    >>> [round(x, 3) for x in item_ranks(r)[1][1][:3]], [round(x, 3) for x in item_ranks(r, by="own")[1][1][:3]]
+    ([0.333, 0.667, 0.0], [0.667, 0.333, 0.0])
+    """
+    from gapo_lite.eval.lists import make_eval_lists
+
+    if by not in ("start", "own"):
+        raise ValueError(f"by must be 'start' or 'own', got {by!r}")
+    s = results["settings"]
+    num_lists, n = s.get("eval_lists", 10), s.get("eval_samples", 100)
+    lists = make_eval_lists(num_lists, 8, 4, s["seed"], split="heldout")
+
+    def ranked(choices: list[Any], i: int) -> list[str]:  # list i's items, most chosen first, ties in the list's order
+        counts = Counter(choices[i * n:(i + 1) * n])
+        return sorted(lists[i].items, key=lambda item: (-counts[item], lists[i].items.index(item)))
+
+    rows = []
+    for name in (m for m in models(results) if "heldout_choices" in results[m]):
+        choices = results[name]["heldout_choices"]
+        per_list = []
+        for i in range(num_lists):
+            counts = Counter(c for c in choices[i * n:(i + 1) * n] if c is not None)
+            order = ranked(results["before"]["heldout_choices"] if by == "start" else choices, i)
+            if counts:
+                per_list.append([counts[item] / sum(counts.values()) for item in order])
+        rows.append([run_label(results, name), [sum(col) / len(per_list) for col in zip(*per_list)]])
+    return rows
+
+
+def uniform_own_ranks(samples: int, draws: int = 2000) -> list[float]:
+    """What ``item_ranks(..., by="own")`` reads for a model that picks uniformly among 8 items, ``samples`` valid
+    answers a list (simulated, seeded): not flat, since the most chosen of 8 by chance is above 1/8.
+
+    >>> [round(x, 2) for x in uniform_own_ranks(100)]
+    [0.18, 0.16, 0.14, 0.13, 0.12, 0.11, 0.09, 0.08]
+    """
+    import random
+
+    rng = random.Random(0)
+    total = [0.0] * 8
+    for _ in range(draws):
+        counts = sorted(Counter(rng.randrange(8) for _ in range(samples)).values(), reverse=True) + [0] * 8
+        total = [t + c / samples for t, c in zip(total, counts[:8])]
+    return [t / draws for t in total]
+
+
+def format_item_ranks(rows: list[list[Any]]) -> str:
+    """The rows of :func:`item_ranks` as a table."""
+    ordinals = ("1st", "2nd", "3rd", *(f"{k}th" for k in range(4, 9)))
+    lines = ["| model | " + " | ".join(ordinals) + " |", "|---|" + "---|" * len(ordinals)]
+    return "\n".join(lines + [f"| {label} | " + " | ".join(f"{x:.3f}" for x in shares) + " |" for label, shares in rows])
+
+
 DRAW_FREE = ("rl_seed", "threads")  # what may differ between two draws of one setting: the RL seed, and the torch threads (rounding only)
 
 
@@ -505,7 +570,20 @@ def run_label(results: dict[str, Any], name: str) -> str:
     share = s.get("open_share") or 0
     trained = name in REWARDS  # an RL run, not a start
     lenient = ", lenient reward" if trained and s.get("reward_clean_answers") is False and s.get("clean_answers", True) else ""
-    return (f"GAPO, lists + {share:g} open" if name == "gapo" and share > 0 else LABELS[name]) + lenient
+    fixed = s.get("fixed_lists", 1)
+    lists = {"measured": ", trained on the measured lists", "fixed": f", {fixed} fixed list{'' if fixed == 1 else 's'}"}.get(s.get("rl_lists", "train"), "")
+    return (f"GAPO, lists + {share:g} open" if name == "gapo" and share > 0 else LABELS[name]) + lenient + (lists if trained else "")
+
+
+def on_measured_lists(settings: dict[str, Any]) -> bool:
+    """Whether a run trained on the very lists the held-out suite measures (``rl_lists="measured"``): a diagnostic
+    of what GAPO can do to those prompts, never a transfer result, so no target or fit counts it."""
+    return settings.get("rl_lists", "train") == "measured"
+
+
+def model_settings(results: dict[str, Any], name: str) -> dict[str, Any]:
+    """The settings a model of ``results`` ran with: its own folder's for a run added from another."""
+    return results.get("added", {}).get(name, {}).get("settings") or results.get("settings", {})
 
 
 # Issue 34's targets for a GAPO run from its start: the held-out lists spread and stay valid, the open suite gains
@@ -525,7 +603,7 @@ def target_rows(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
     from gapo_lite.lab.smollm2 import _value
 
     start, rows = results["before"], []
-    trained = [n for n in models(results) if run_of(n) in ("gapo_lists", "gapo")]
+    trained = [n for n in models(results) if run_of(n) in ("gapo_lists", "gapo") and not on_measured_lists(model_settings(results, n))]
     for name in trained:
         m = results[name]
         rows.append((f"{run_label(results, name)}: held-out JSD <= {HELDOUT_JSD_TARGET} with valid >= {HELDOUT_VALID_TARGET}",
@@ -698,6 +776,13 @@ def report_seeds(paths: list[Path], all_results: list[dict[str, Any]], plots: Pa
     for path, results in zip(paths, all_results):
         status = "" if results["complete"] else ", runs not all finished"
         print(f"== seed {results['settings']['seed']} ({path}{status})\n{format_table(results)}")
+        if "heldout_choices" in results["before"]:
+            results["item_ranks"] = {by: item_ranks(results, by) for by in ("start", "own")}
+            samples = results["settings"].get("eval_samples", 100)
+            results["item_ranks"]["own"].append([f"uniform choice, {samples} samples a list (simulated)", uniform_own_ranks(samples)])
+            for by, whose in (("start", "the start's"), ("own", "each model's own")):
+                print(f"held-out lists: share of a list's valid answers by {whose} rank of the item (mean over lists; uniform 0.125)\n"
+                      f"{format_item_ranks(results['item_ranks'][by])}")
         print(format_noise([(run_label(results, n), results[n]) for n in models(results)], results["settings"]["seed"], results["settings"].get("eval_lists", 10)))
         print("\n".join(damage_lines(results)) + "\n")
         line = format_draws(results)
@@ -709,7 +794,7 @@ def report_seeds(paths: list[Path], all_results: list[dict[str, Any]], plots: Pa
     print(f"result table\n{format_result_markdown(all_results)}\n")
     if any("added" in r for r in all_results):
         print(f"summary (each run's last column)\n{format_result_markdown(all_results, summary=True)}\n")
-    if all("open" in r["before"] for r in all_results):
+    if all("open" in r["before"] for r in all_results) and any(target_rows(r) for r in all_results):  # runs on the measured lists have none
         print(f"targets\n{format_targets_markdown(all_results)}\n")
     if plots:
         plots.mkdir(parents=True, exist_ok=True)
