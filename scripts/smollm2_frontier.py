@@ -5,7 +5,10 @@ start and run (a model recorded in several files once), fits the GAPO runs' JSD 
 and prints how many runs reached the target and what the line reads at the target's valid rate:
 
     python scripts/smollm2_frontier.py docs/results/smollm2_clean.json docs/results/smollm2_probes*.json \
-        docs/results/smollm2_draws.json --plot docs/results/smollm2_frontier.png
+        docs/results/smollm2_average_s*.json docs/results/smollm2_fixed_lists*.json --plot docs/results/smollm2_frontier.png
+
+Runs trained on the lists they are measured on (the lab's ``rl_lists="measured"``) show no transfer: they are
+plotted as "other" and left out of the fit.
 
 Records made before the clean rule (no held-out end-of-turn rate) are left out: they counted a reply by its
 first item, so their valid rates are not comparable.

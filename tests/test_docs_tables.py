@@ -596,7 +596,8 @@ def test_smollm2_averaged_updates_are_what_the_script_printed():
 def test_smollm2_frontier_lines_are_what_the_script_printed(load_script):
     """The frontier's summary in docs/smollm2.md is what scripts/smollm2_frontier.py prints from the records its command names."""
     frontier = load_script("smollm2_frontier")
-    records = [RESULTS / "smollm2_clean.json", *sorted(RESULTS.glob("smollm2_probes*.json")), *sorted(RESULTS.glob("smollm2_average_s*.json"))]
+    records = [RESULTS / "smollm2_clean.json", *sorted(RESULTS.glob("smollm2_probes*.json")), *sorted(RESULTS.glob("smollm2_average_s*.json")),
+               *sorted(RESULTS.glob("smollm2_fixed_lists*.json"))]
     text = frontier.summary(frontier.points(records))
     probes = between(page("smollm2.md"), "probes")
     for line in text.splitlines():
@@ -619,14 +620,15 @@ def test_smollm2_measured_lists_are_what_the_report_prints():
     """docs/smollm2.md's runs trained on the lists the suite measures: tables, damage checks and training groups as
     smollm2_report prints them from docs/results/smollm2_measured_lists(_s1).json (the 40 measured prompts, from
     the lead's starts, beside the lead's arm with the same RL seed) and smollm2_measured_list1.json (one list,
-    measured on it alone), with each model's answers by the item's rank; every such run trained on the measured lists
-    and is labelled so."""
+    measured on it alone), and smollm2_fixed_lists(_s1).json (one and two fixed lists of the training categories), with
+    each model's answers by the item's rank; every run on the measured lists trained on them and is labelled so."""
     from gapo_lite.lab.smollm2_report import damage_lines, format_item_ranks, format_result_markdown, format_training_table, model_settings, models, on_measured_lists
 
     probes = between(page("smollm2.md"), "probes")
     ten = [recorded_json(f"smollm2_measured_lists{name}.json") for name in ("", "_s1")]
     one = recorded_json("smollm2_measured_list1.json")
-    for record in (*ten, one):
+    fixed = [recorded_json(f"smollm2_fixed_lists{name}.json") for name in ("", "_s1")]
+    for record in (*ten, one, *fixed):
         assert format_result_markdown(record) in probes
         for results in record:
             for line in damage_lines(results):
@@ -640,5 +642,10 @@ def test_smollm2_measured_lists_are_what_the_report_prints():
         assert results["before"]["heldout_jsd"] == lead[results["settings"]["seed"]]
         trained = [n for n in models(results) if n != "before"]
         assert [on_measured_lists(model_settings(results, n)) for n in trained] == [False, True]  # the lead's arm, then the measured lists
+    for record, count in zip(fixed, (1, 2)):  # fixed training lists: from the lead's starts, a transfer result like the lead's arm
+        (results,) = record
+        assert results["before"]["heldout_jsd"] == lead[results["settings"]["seed"]]
+        added = model_settings(results, models(results)[-1])
+        assert (added["rl_lists"], added["fixed_lists"]) == ("fixed", count) and not on_measured_lists(added)
     assert sorted(r["settings"]["seed"] for r in one) == [0, 1]
     assert all(r["settings"]["eval_lists"] == 1 and r["settings"]["eval_samples"] == 400 and on_measured_lists(r["settings"]) for r in one)
