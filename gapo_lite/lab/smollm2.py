@@ -349,7 +349,8 @@ def run(out_dir: str | Path, s: SmolSettings, command: str | None = None) -> dic
         rl_config=lambda start, out, r: rl_config(s, start, out, r),
         measure=lambda model, tok: measure(model, tok, s), format_table=format_table,
         pretrain_message=f"loading SmolLM2-135M-Instruct{'' if s.warmup_steps == 0 else f' and warming it up ({s.warmup_steps} steps on its own valid answers)'}",
-        run_message=" (LoRA, training categories)", on_start=on_start,
+        run_message={"train": " (LoRA, training categories)", "fixed": f" (LoRA, {s.fixed_lists} fixed training list(s))",
+                     "measured": " (LoRA, on the lists the suite measures)"}[s.rl_lists], on_start=on_start,
     )
     return run_staged(experiment, out_dir, command=command)
 
