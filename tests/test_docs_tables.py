@@ -641,7 +641,8 @@ def test_smollm2_measured_lists_are_what_the_report_prints():
         (results,) = record
         assert results["before"]["heldout_jsd"] == lead[results["settings"]["seed"]]
         trained = [n for n in models(results) if n != "before"]
-        assert [on_measured_lists(model_settings(results, n)) for n in trained] == [False, True]  # the lead's arm, then the measured lists
+        flags = [on_measured_lists(model_settings(results, n)) for n in trained]
+        assert flags[0] is False and len(flags) >= 2 and all(flags[1:])  # the lead's arm, then the measured lists (150 steps, and continued)
     for record, count in zip(fixed, (1, 2)):  # fixed training lists: from the lead's starts, a transfer result like the lead's arm
         (results,) = record
         assert results["before"]["heldout_jsd"] == lead[results["settings"]["seed"]]
