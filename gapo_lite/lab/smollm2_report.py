@@ -81,6 +81,11 @@ def models(results: dict[str, Any]) -> list[str]:
     return [n for n in LABELS if isinstance(results.get(n), dict) and "heldout_jsd" in results[n]] + list(results.get("added", {}))
 
 
+def model_settings(results: dict[str, Any], name: str) -> dict[str, Any]:
+    """The settings a model of ``results`` ran with: its own folder's for a run added from another."""
+    return results.get("added", {}).get(name, {}).get("settings") or results.get("settings", {})
+
+
 # Settings a run added from another folder names in its label where they differ from the first folder's.
 # (key, label of a value: a format string or a function of the value, label of None: the recipe's value)
 NAMED_SETTINGS = (("invalid_margin", "margin {:g}", "no margin"), ("invalid_reward", "invalid {:g}", "invalid -1"), ("learning_rate", "lr {:g}", "recipe's lr"),
@@ -368,6 +373,12 @@ def plot_longer(runs: dict[int, list[Point]], path: Path, shape: str) -> Path:
 RESAMPLES = 200
 
 
+def choices_per_list(choices: list[Any], num_lists: int) -> list[list[Any]]:
+    """A measurement's held-out choices cut into its lists' (the suite samples them list by list, the same number each)."""
+    n = len(choices) // num_lists
+    return [choices[i * n:(i + 1) * n] for i in range(num_lists)]
+
+
 def heldout_jsd_se(measured: dict[str, Any], seed: int, num_lists: int = 10, resamples: int = RESAMPLES) -> float:
     """The sampling noise of a recorded held-out JSD: the standard deviation of the mean JSD over ``resamples``
     bootstrap draws of each list's samples (with replacement; the lists are the suite's, rebuilt from ``seed``)."""
@@ -378,9 +389,7 @@ def heldout_jsd_se(measured: dict[str, Any], seed: int, num_lists: int = 10, res
     from gapo_lite.metrics import jsd_to_uniform
 
     lists = make_eval_lists(num_lists, 8, 4, seed, split="heldout")
-    choices = measured["heldout_choices"]
-    n = len(choices) // num_lists
-    per_list = [choices[i * n:(i + 1) * n] for i in range(num_lists)]
+    per_list = choices_per_list(measured["heldout_choices"], num_lists)
     rng = random.Random(0)
 
     def mean_jsd(groups: list[list[Any]]) -> float:
@@ -411,20 +420,20 @@ def item_ranks(results: dict[str, Any], by: str = "start") -> list[list[Any]]:
     if by not in ("start", "own"):
         raise ValueError(f"by must be 'start' or 'own', got {by!r}")
     s = results["settings"]
-    num_lists, n = s.get("eval_lists", 10), s.get("eval_samples", 100)
+    num_lists = s.get("eval_lists", 10)
     lists = make_eval_lists(num_lists, 8, 4, s["seed"], split="heldout")
 
-    def ranked(choices: list[Any], i: int) -> list[str]:  # list i's items, most chosen first, ties in the list's order
-        counts = Counter(choices[i * n:(i + 1) * n])
-        return sorted(lists[i].items, key=lambda item: (-counts[item], lists[i].items.index(item)))
+    def ranked(choices: list[Any]) -> list[list[str]]:  # each list's items, most chosen first, ties in the list's order
+        return [sorted(lst.items, key=lambda item: (-counts[item], lst.items.index(item)))
+                for lst, counts in zip(lists, map(Counter, choices_per_list(choices, num_lists)))]
 
+    start_orders = ranked(results["before"]["heldout_choices"]) if by == "start" else None
     rows = []
     for name in (m for m in models(results) if "heldout_choices" in results[m]):
         choices = results[name]["heldout_choices"]
         per_list = []
-        for i in range(num_lists):
-            counts = Counter(c for c in choices[i * n:(i + 1) * n] if c is not None)
-            order = ranked(results["before"]["heldout_choices"] if by == "start" else choices, i)
+        for order, chunk in zip(start_orders or ranked(choices), choices_per_list(choices, num_lists)):
+            counts = Counter(c for c in chunk if c is not None)
             if counts:
                 per_list.append([counts[item] / sum(counts.values()) for item in order])
         rows.append([run_label(results, name), [sum(col) / len(per_list) for col in zip(*per_list)]])
@@ -465,8 +474,7 @@ def draws(results: dict[str, Any]) -> tuple[str, list[float]] | None:
     if not runs:
         return None
     # a setting left at None is the recipe's, as in a record made before that setting existed
-    setting = lambda name: {k: v for k, v in results.get("added", {}).get(name, {}).get("settings", results["settings"]).items()
-                            if k not in DRAW_FREE and v is not None}
+    setting = lambda name: {k: v for k, v in model_settings(results, name).items() if k not in DRAW_FREE and v is not None}
     same = [n for n in runs if run_of(n) == run_of(runs[0]) and setting(n) == setting(runs[0])]
     return (run_label(results, runs[0]), [results[n]["heldout_jsd"] for n in same]) if len(same) > 1 else None
 
@@ -579,11 +587,6 @@ def on_measured_lists(settings: dict[str, Any]) -> bool:
     """Whether a run trained on the very lists the held-out suite measures (``rl_lists="measured"``): a diagnostic
     of what GAPO can do to those prompts, never a transfer result, so no target or fit counts it."""
     return settings.get("rl_lists", "train") == "measured"
-
-
-def model_settings(results: dict[str, Any], name: str) -> dict[str, Any]:
-    """The settings a model of ``results`` ran with: its own folder's for a run added from another."""
-    return results.get("added", {}).get(name, {}).get("settings") or results.get("settings", {})
 
 
 # Issue 34's targets for a GAPO run from its start: the held-out lists spread and stay valid, the open suite gains
