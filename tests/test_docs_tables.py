@@ -593,6 +593,46 @@ def test_smollm2_averaged_updates_are_what_the_script_printed():
         assert again["open"]["mean_unique_valid"] == own["open"]["mean_unique_valid"] and again["guard"]["accuracy"] == own["guard"]["accuracy"]
 
 
+def test_smollm2_ten_fixed_lists_cross_test_is_what_the_commands_printed(load_script):
+    """docs/smollm2.md's crossed test: ten fixed training lists (300 and 600 steps) and the 40 measured prompts (300
+    steps), each measured on the held-out lists (smollm2_report, docs/results/smollm2_fixed_lists10(_s1).json) and on
+    the training lists (scripts/smollm2_train_lists.py, smollm2_train_lists_fixed10_s0/_s1.json); and what the page
+    reads from them: each run spreads the set it trained on and not the other."""
+    from gapo_lite.lab.smollm2_report import damage_lines, format_item_ranks, format_result_markdown, format_training_table, model_settings, models, on_measured_lists
+
+    script = load_script("smollm2_train_lists")
+    probes = between(page("smollm2.md"), "probes")
+    lead = {r["settings"]["seed"]: r["before"]["heldout_jsd"] for name in ("_draws", "_draws_s1") for r in recorded_json(f"smollm2_probes{name}.json")}
+    for seed, name in ((0, ""), (1, "_s1")):
+        record = recorded_json(f"smollm2_fixed_lists10{name}.json")
+        assert format_result_markdown(record) in probes
+        (results,) = record
+        for line in damage_lines(results):
+            assert line in probes, line
+        assert format_training_table(results["training"]) in probes
+        for by in ("start", "own"):
+            assert format_item_ranks(results["item_ranks"][by]) in probes
+        assert results["settings"]["seed"] == seed and results["before"]["heldout_jsd"] == lead[seed]
+        lead_arm, measured, fixed300, fixed600 = [n for n in models(results) if n != "before"]
+        assert not on_measured_lists(model_settings(results, lead_arm)) and on_measured_lists(model_settings(results, measured))
+        for n, steps in ((fixed300, 300), (fixed600, 600)):
+            settings = model_settings(results, n)
+            assert (settings["rl_lists"], settings["fixed_lists"], settings["rl_steps"]) == ("fixed", 10, steps)
+        assert model_settings(results, measured)["rl_steps"] == 300
+
+        rows = recorded_json(f"smollm2_train_lists_fixed10_s{seed}.json")
+        assert script.format_rows(rows) in probes
+        train = {r["model"]: r["train_jsd"] for r in rows}
+        start_train = train[f"fx10_s{seed}: start"]
+        start_heldout = results["before"]["heldout_jsd"]
+        # the page's reading: the ten training lists spread where they were trained, the held-out lists do not follow,
+        # and the run on the measured lists does not spread the training lists either
+        for folder, n in ((f"fx10_s{seed}", fixed300), (f"fx10_s{seed}_600", fixed600)):
+            assert train[f"{folder}/gapo_lists"] <= start_train - 0.04, folder
+            assert results[n]["heldout_jsd"] >= start_heldout - 0.03, folder
+        assert train[f"ml_s{seed}_300/gapo_lists"] >= start_train - 0.03
+
+
 def test_smollm2_frontier_lines_are_what_the_script_printed(load_script):
     """The frontier's summary in docs/smollm2.md is what scripts/smollm2_frontier.py prints from the records its command names."""
     frontier = load_script("smollm2_frontier")
