@@ -593,25 +593,38 @@ def test_smollm2_averaged_updates_are_what_the_script_printed():
         assert again["open"]["mean_unique_valid"] == own["open"]["mean_unique_valid"] and again["guard"]["accuracy"] == own["guard"]["accuracy"]
 
 
+def assert_report_printed(record, probes: str) -> None:
+    """A smollm2_report record's tables, damage checks, training groups and answers by rank are in the page as printed."""
+    from gapo_lite.lab.smollm2_report import damage_lines, format_item_ranks, format_result_markdown, format_training_table
+
+    assert format_result_markdown(record) in probes
+    for results in record:
+        for line in damage_lines(results):
+            assert line in probes, line
+        assert format_training_table(results["training"]) in probes
+        for by in ("start", "own"):  # where the answers go, as the report prints it
+            assert format_item_ranks(results["item_ranks"][by]) in probes
+
+
+def lead_start_jsd() -> dict[int, float]:
+    """Each seed's lead start's held-out JSD, from the records of the lead's arm's draws."""
+    return {r["settings"]["seed"]: r["before"]["heldout_jsd"] for name in ("_draws", "_draws_s1") for r in recorded_json(f"smollm2_probes{name}.json")}
+
+
 def test_smollm2_ten_fixed_lists_cross_test_is_what_the_commands_printed(load_script):
     """docs/smollm2.md's crossed test: ten fixed training lists (300 and 600 steps) and the 40 measured prompts (300
     steps), each measured on the held-out lists (smollm2_report, docs/results/smollm2_fixed_lists10(_s1).json) and on
     the training lists (scripts/smollm2_train_lists.py, smollm2_train_lists_fixed10_s0/_s1.json); and what the page
     reads from them: each run spreads the set it trained on and not the other."""
-    from gapo_lite.lab.smollm2_report import damage_lines, format_item_ranks, format_result_markdown, format_training_table, model_settings, models, on_measured_lists
+    from gapo_lite.lab.smollm2_report import model_settings, models, on_measured_lists
 
     script = load_script("smollm2_train_lists")
     probes = between(page("smollm2.md"), "probes")
-    lead = {r["settings"]["seed"]: r["before"]["heldout_jsd"] for name in ("_draws", "_draws_s1") for r in recorded_json(f"smollm2_probes{name}.json")}
+    lead = lead_start_jsd()
     for seed, name in ((0, ""), (1, "_s1")):
         record = recorded_json(f"smollm2_fixed_lists10{name}.json")
-        assert format_result_markdown(record) in probes
+        assert_report_printed(record, probes)
         (results,) = record
-        for line in damage_lines(results):
-            assert line in probes, line
-        assert format_training_table(results["training"]) in probes
-        for by in ("start", "own"):
-            assert format_item_ranks(results["item_ranks"][by]) in probes
         assert results["settings"]["seed"] == seed and results["before"]["heldout_jsd"] == lead[seed]
         lead_arm, measured, fixed300, fixed600 = [n for n in models(results) if n != "before"]
         assert not on_measured_lists(model_settings(results, lead_arm)) and on_measured_lists(model_settings(results, measured))
@@ -662,21 +675,15 @@ def test_smollm2_measured_lists_are_what_the_report_prints():
     the lead's starts, beside the lead's arm with the same RL seed) and smollm2_measured_list1.json (one list,
     measured on it alone), and smollm2_fixed_lists(_s1).json (one and two fixed lists of the training categories), with
     each model's answers by the item's rank; every run on the measured lists trained on them and is labelled so."""
-    from gapo_lite.lab.smollm2_report import damage_lines, format_item_ranks, format_result_markdown, format_training_table, model_settings, models, on_measured_lists
+    from gapo_lite.lab.smollm2_report import model_settings, models, on_measured_lists
 
     probes = between(page("smollm2.md"), "probes")
     ten = [recorded_json(f"smollm2_measured_lists{name}.json") for name in ("", "_s1")]
     one = recorded_json("smollm2_measured_list1.json")
     fixed = [recorded_json(f"smollm2_fixed_lists{name}.json") for name in ("", "_s1")]
     for record in (*ten, one, *fixed):
-        assert format_result_markdown(record) in probes
-        for results in record:
-            for line in damage_lines(results):
-                assert line in probes, line
-            assert format_training_table(results["training"]) in probes
-            for by in ("start", "own"):  # where the answers go, as the report prints it
-                assert format_item_ranks(results["item_ranks"][by]) in probes
-    lead = {r["settings"]["seed"]: r["before"]["heldout_jsd"] for name in ("_draws", "_draws_s1") for r in recorded_json(f"smollm2_probes{name}.json")}
+        assert_report_printed(record, probes)
+    lead = lead_start_jsd()
     for record in ten:
         (results,) = record
         assert results["before"]["heldout_jsd"] == lead[results["settings"]["seed"]]
