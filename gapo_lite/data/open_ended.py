@@ -135,3 +135,26 @@ def build_open_ended_dataset(
             }
         )
     return Dataset.from_list(rows)
+
+
+def naming_dataset(prompts: dict[str, str], num_rows: int, *, seed: int = 0, suffix: str = ANSWER_ONLY):
+    """A ``datasets.Dataset`` of ``num_rows`` rows asking your own ``prompts`` (key -> text) over and over, in a
+    seeded shuffle of each pass so that every prompt is asked equally often: ``prompt`` (chat messages, the text
+    + ``suffix``), ``category`` (the prompt's key: the scorer's column) and ``prompt_id``.
+
+    >>> rows = naming_dataset({"city": "Name a city.", "fruit": "Name a fruit."}, 5)
+    >>> len(rows), sorted(set(rows["category"])), rows[0]["prompt"][0]["content"].endswith("Answer with the name only.")
+    (5, ['city', 'fruit'], True)
+    """
+    from datasets import Dataset
+
+    if not prompts:
+        raise ValueError("naming_dataset needs at least one prompt")
+    if num_rows < 1:
+        raise ValueError(f"num_rows must be >= 1, got {num_rows}")
+    rng = random.Random(f"gapo-lite/naming/{seed}")
+    keys: list[str] = []
+    while len(keys) < num_rows:
+        keys += rng.sample(sorted(prompts), len(prompts))
+    return Dataset.from_list([{"prompt": [{"role": "user", "content": prompts[k] + suffix}], "category": k, "prompt_id": f"naming-{k}-{i:06d}"}
+                              for i, k in enumerate(keys[:num_rows])])

@@ -24,6 +24,21 @@ PROMPTS: dict[str, str] = {
     "sport": "Name a sport.",
     "movie": "Name a movie.",
 }
+# Other wordings of the same requests, for measuring whether a model trained on PROMPTS spreads when asked
+# otherwise (keys "city:1", ...: :func:`prompt_category` reads "city"); no kit recipe trains on them.
+REWORDINGS: dict[str, str] = {
+    f"{name}:{k}": template.format(noun=noun, article="an" if noun[0] in "aeiou" else "a")
+    for name, noun in (("city", "city"), ("country", "country"), ("animal", "animal"), ("food", "food"), ("colour", "colour"),
+                       ("profession", "profession"), ("sport", "sport"))
+    for k, template in enumerate(("What is {article} {noun} you could name?", "Tell me one {noun}.", "Give me the name of {article} {noun}."), start=1)
+}
+
+
+def prompt_category(name: str) -> str:
+    """The suite prompt a prompt key stands for: "city" for "city" and for its rewording "city:2"."""
+    return name.split(":", 1)[0]
+
+
 # The noun each prompt asks for (what a lead-in like "The city I'm referring to is" names).
 NOUNS: dict[str, str] = {"first_name": "first name"}
 # The kit's word list (gapo_lite/data/wordlists.json) that validates each prompt's answers; prompts without
@@ -135,8 +150,9 @@ def score_open(completions: dict[str, list[str]], prompts: dict[str, str], *, fo
     per_prompt, samples = {}, []
     for name, texts in completions.items():
         ends = None if ended is None else ended[name]
-        scored = score_answers(texts, fold_plurals=fold_plurals, noun=NOUNS.get(name, name), vocabulary=vocabulary_for(name, validator), ended=ends,
-                               clean=clean, max_words=MAX_WORDS.get(name, 5))
+        kind = prompt_category(name)
+        scored = score_answers(texts, fold_plurals=fold_plurals, noun=NOUNS.get(kind, kind), vocabulary=vocabulary_for(kind, validator), ended=ends,
+                               clean=clean, max_words=MAX_WORDS.get(kind, 5))
         answers, extracted, valid = scored.pop("answers"), scored.pop("extracted"), scored.pop("valid")
         per_prompt[name] = {"prompt": prompts.get(name, name) + SUFFIX, **scored}
         samples.extend({"prompt": name, "completion": t, "answer": a, "extracted": e, "valid_answer": v, **({} if ends is None else {"ended": f})}

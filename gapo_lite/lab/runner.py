@@ -163,24 +163,33 @@ def _run_stages(e: Experiment, out: Path, command: str | None) -> dict[str, Any]
         results["before_nf4"] = quantized["measured"]
         walls.append(quantized["wall"])
 
+    every = getattr(s, "measure_every", 0)
     for step, run in enumerate(e.runs, start=2):
-        done = store.get(run.name)
-        if done is not None:
-            print(f"[{step}/{total}] {run.label}: done earlier ({store.dir / (run.name + '.json')})")
-        else:
-            print(f"[{step}/{total}] {run.label}: {s.rl_steps} steps{e.run_message}")
-            t = time.perf_counter()
-            extras = {k: f() for k, f in (("scorer", run.make_scorer), ("train_dataset", run.make_dataset)) if f is not None}
-            config = dataclasses.replace(e.rl_config(start, out / run.name, run), resume=True)  # from its last complete checkpoint, if any
-            result = train(config, **extras)
-            seconds = time.perf_counter() - t
-            trained, trained_tok = load_trained(result.adapter_dir, start, load_in_4bit=getattr(config, "load_in_4bit", None) is True)
-            done = {"measured": e.measure(trained, trained_tok), "seconds": seconds, "wall": time.perf_counter() - t, **store.how}
-            store.put(run.name, done)
-        results[run.name] = done["measured"]
-        stages[run.name] = done["seconds"]
-        walls.append(done["wall"])
-        ran_with[run.name] = {k: done.get(k) for k in StageStore.HOW_TO_RUN}
+        # (stage name, steps trained): every `measure_every` steps when asked, then the run's last step under its own name
+        marks = [(f"{run.name}@{k}", k) for k in range(every, s.rl_steps, every)] if every > 0 else []
+        extras: dict[str, Any] | None = None
+        for name, steps in [*marks, (run.name, s.rl_steps)]:
+            done = store.get(name)
+            if done is not None:
+                print(f"[{step}/{total}] {run.label}, {steps} steps: done earlier ({store.dir / (name + '.json')})")
+            else:
+                print(f"[{step}/{total}] {run.label}: {steps} steps{e.run_message}")
+                t = time.perf_counter()
+                if extras is None:  # built once, for the whole run: a run resumed to a later mark reads the same data
+                    extras = {k: f() for k, f in (("scorer", run.make_scorer), ("train_dataset", run.make_dataset)) if f is not None}
+                config = dataclasses.replace(e.rl_config(start, out / run.name, run), resume=True)  # from its last complete checkpoint, if any
+                if steps != config.max_steps and steps % config.save_steps:
+                    raise ValueError(f"measure_every={every} is not a multiple of the checkpoint interval ({config.save_steps} steps)")
+                result = train(dataclasses.replace(config, max_steps=steps), **extras)
+                seconds = time.perf_counter() - t
+                trained, trained_tok = load_trained(result.adapter_dir, start, load_in_4bit=getattr(config, "load_in_4bit", None) is True)
+                done = {"measured": e.measure(trained, trained_tok), "seconds": seconds, "wall": time.perf_counter() - t, "steps": steps, **store.how}
+                store.put(name, done)
+                del trained
+            results[name] = done["measured"]
+            stages[name] = done["seconds"]
+            walls.append(done["wall"])
+            ran_with[name] = {k: done.get(k) for k in StageStore.HOW_TO_RUN}
     results["wall_seconds"] = sum(walls)
     results["stage_seconds"] = stages
     results["stage_ran_with"] = ran_with  # e.g. the thread count of each stage, when sessions differed

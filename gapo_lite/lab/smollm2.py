@@ -13,6 +13,7 @@ favourites and position habits are kept), so the warmed-up start is still collap
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,8 +22,10 @@ from typing import Any
 from gapo_lite._bootstrap import REQUESTED_PRECISIONS
 from gapo_lite.lab.runner import Experiment, RLRun, module_main, run_staged, settings_from_args, table
 
-REWARDS = {"gapo": "gapo", "gapo_lists": "gapo", "grpo_baseline": "validity"}
-LABELS = {"before": "start", "before_nf4": "start, NF4", "gapo_lists": "GAPO, lists only", "gapo": "GAPO", "grpo_baseline": "GRPO + validity reward"}
+REWARDS = {"gapo": "gapo", "gapo_lists": "gapo", "grpo_baseline": "validity", "gapo_naming": "gapo", "grpo_naming": "validity"}
+LABELS = {"before": "start", "before_nf4": "start, NF4", "gapo_lists": "GAPO, lists only", "gapo": "GAPO", "grpo_baseline": "GRPO + validity reward",
+          "gapo_naming": "GAPO on the naming prompts", "grpo_naming": "GRPO + validity on the naming prompts"}
+NAMING = ("gapo_naming", "grpo_naming")  # runs that train on recipes/smollm2_naming.py's prompts and reward (the open suite's own prompts)
 LISTS_ONLY = ("gapo_lists",)  # runs that train on list prompts alone (the paper's recipe) whatever open_share says
 RL_LISTS = ("train", "fixed", "measured")
 
@@ -71,6 +74,9 @@ class SmolSettings:
     open_tokens: int = 16
     open_validator: str = "open"  # the open suite's vocabularies: "open" (any real city / country), "wordnet" (and WordNet's nouns), "word_lists", "short"
     guard: bool = True  # the guard suite (90 ordinary instructions, greedy) after every stage
+    lists_suite: bool = True  # the held-out lists suite after every stage (the naming runs leave it out: not what they train)
+    reworded_samples: int = 0  # > 0: the open suite's rewordings (gapo_lite.eval.open_ended.REWORDINGS) with this many samples each
+    measure_every: int = 0  # > 0: each RL run is also measured every this many steps (stages "<run>@<step>"), resumed in between
     seed: int = 0
     rl_seed: int | None = None  # the RL runs' own seed (their samples, prompt order, LoRA init); None: seed. Lists and measurements follow seed
     threads: int = 2
@@ -162,8 +168,40 @@ def measure(model: Any, tokenizer: Any, s: SmolSettings) -> dict[str, Any]:
     the guard suite when asked for. ``clean_answers`` picks the rule the figures count by; the lists' and the
     open suite's figures by the rule of the records made before (first answer found, the kit's word lists)
     are kept beside them (``lenient``, ``open.old_rule``)."""
-    from gapo_lite.eval.lists import pressure_by_prompt
     from gapo_lite.eval.settings import SampleSettings
+
+    measured = lists_measures(model, tokenizer, s) if s.lists_suite else {}
+    if s.open_samples > 0:
+        from gapo_lite.eval.open_ended import run_open
+
+        open_settings = SampleSettings(n=s.open_samples, temperature=s.eval_temperature, max_new_tokens=s.open_tokens, batch_size=64, seed=s.seed, precision=s.precision)
+        o = run_open(model, tokenizer, open_settings, validator=s.open_validator, clean=s.clean_answers)
+        measured["open"] = open_record(o, o["completions"], o["ended"], s.open_validator)
+    if s.reworded_samples > 0:
+        from gapo_lite.eval.open_ended import REWORDINGS, run_open
+
+        reworded_settings = SampleSettings(n=s.reworded_samples, temperature=s.eval_temperature, max_new_tokens=s.open_tokens, batch_size=64, seed=s.seed,
+                                           precision=s.precision)
+        o = run_open(model, tokenizer, reworded_settings, prompts=REWORDINGS, validator=s.open_validator, clean=s.clean_answers, seed_offset=303)
+        measured["reworded"] = reworded_record(o)
+    if s.guard:
+        from gapo_lite.eval.guard import run_guard
+
+        measured["guard"] = run_guard(model, tokenizer, precision=s.precision, progress=False)
+    return measured
+
+
+def reworded_record(scored: dict[str, Any]) -> dict[str, Any]:
+    """What a stage keeps of the rewordings: the means, each prompt's figures and the replies with their end flags."""
+    keys = ("mean_unique_valid", "mean_valid_rate", "mean_unique", "mean_end_rate", "mean_words", "sd_words", "replies")
+    return {**{k: scored[k] for k in keys}, "validator": scored["validator"], "clean": scored["clean"],
+            "prompts": {k: {key: v[key] for key in ("prompt", "unique_valid", "valid_rate", "end_rate", "top_valid")} for k, v in scored["prompts"].items()},
+            "completions": scored["completions"], "ended": scored["ended"]}
+
+
+def lists_measures(model: Any, tokenizer: Any, s: SmolSettings) -> dict[str, Any]:
+    """The held-out lists suite's figures of one stage."""
+    from gapo_lite.eval.lists import pressure_by_prompt
 
     r = lists_suite(model, tokenizer, s)
     mean = r["pressure"]["mean"] or {}  # None when no answer was valid; the paper's reward (-1 for an invalid answer)
@@ -192,16 +230,6 @@ def measure(model: Any, tokenizer: Any, s: SmolSettings) -> dict[str, Any]:
         "heldout_ended": [x["ended"] for x in r["samples"]],
         "invalid_examples": invalid[:: max(1, len(invalid) // 12)][:12],
     }
-    if s.open_samples > 0:
-        from gapo_lite.eval.open_ended import run_open
-
-        open_settings = SampleSettings(n=s.open_samples, temperature=s.eval_temperature, max_new_tokens=s.open_tokens, batch_size=64, seed=s.seed, precision=s.precision)
-        o = run_open(model, tokenizer, open_settings, validator=s.open_validator, clean=s.clean_answers)
-        measured["open"] = open_record(o, o["completions"], o["ended"], s.open_validator)
-    if s.guard:
-        from gapo_lite.eval.guard import run_guard
-
-        measured["guard"] = run_guard(model, tokenizer, precision=s.precision, progress=False)
     return measured
 
 
@@ -262,7 +290,7 @@ def rl_config(s: SmolSettings, start: Path, out: Path, run: RLRun):
 
     from gapo_lite.training.recipes import load_recipe
 
-    base = load_recipe("smollm2_lists")
+    base = load_recipe("smollm2_naming" if run.name in NAMING else "smollm2_lists")
     rl_seed = s.seed if s.rl_seed is None else s.rl_seed
     changed = {"invalid_reward": s.invalid_reward, "num_generations": s.num_generations, "prompts_per_step": s.prompts_per_step,
                "learning_rate": s.learning_rate, "temperature": s.rl_temperature, "lr_scheduler_type": s.rl_schedule,
@@ -285,6 +313,10 @@ EXTRA_ROWS = (("heldout_end_rate", "held-out: replies that end their turn"), ("h
               ("open.mean_end_rate", "open: replies that end their turn"), ("open.mean_words", "open: mean reply length (words)"),
               ("open.old_rule.mean_unique_valid", "open: valid Unique@N, old rule"), ("open.old_rule.mean_valid_rate", "open: valid rate, old rule"),
               ("open.mean_unique", "open: distinct replies per prompt"), ("guard.accuracy", "guard: accuracy (90 instructions)"))
+
+
+NAMING_ROWS = (("reworded.mean_unique_valid", "rewordings: valid Unique@N per prompt"), ("reworded.mean_valid_rate", "rewordings: valid rate"),
+               ("reworded.mean_end_rate", "rewordings: replies that end their turn"))
 
 
 def open_record(scored: dict[str, Any], completions: list[list[str]], ended: list[list[bool]], validator: str) -> dict[str, Any]:
@@ -316,10 +348,9 @@ def _value(measured: dict[str, Any], key: str) -> Any:
 
 def format_table(results: dict[str, Any]) -> str:
     """Start / GAPO / baseline side by side (held-out lists, T = eval_temperature; open prompts when measured)."""
-    names = [n for n in LABELS if isinstance(results.get(n), dict) and "heldout_jsd" in results[n]]
-    rows = [(label, [results[n][key] for n in names]) for key, label in ROWS]
-    rows += [(label, [_value(results[n], key) for n in names]) for key, label in EXTRA_ROWS
-             if all(_value(results[n], key) is not None for n in names)]
+    names = [n for n in LABELS if isinstance(results.get(n), dict)]
+    rows = [(label, [_value(results[n], key) for n in names]) for key, label in (*ROWS, *EXTRA_ROWS, *NAMING_ROWS)
+            if all(_value(results[n], key) is not None for n in names)]
     return table(rows, [LABELS[n] for n in names], width=26, label_width=36)
 
 
@@ -340,12 +371,25 @@ def run(out_dir: str | Path, s: SmolSettings, command: str | None = None) -> dic
         return Path(check_model_path(path))
 
     def on_start(results: dict[str, Any]) -> dict[str, Any]:
-        print(f"      start (held-out, T={s.eval_temperature:g}): {results['before']['verdict']}")
+        if "verdict" in results["before"]:
+            print(f"      start (held-out, T={s.eval_temperature:g}): {results['before']['verdict']}")
         return {}
+
+    def naming_part(part: str, run: RLRun) -> Any:
+        """The naming recipe's scorer or dataset, built for this run's config (its reward, steps and seed)."""
+        from gapo_lite.training.recipes import load_recipe_file
+
+        return load_recipe_file("smollm2_naming").build(part, rl_config(s, Path(out_dir) / "pretrained", Path(out_dir) / run.name, run))
+
+    def make_run(name: str) -> RLRun:
+        run = RLRun(name, LABELS[name])
+        if name in NAMING:
+            return dataclasses.replace(run, make_scorer=lambda: naming_part("scorer", run), make_dataset=lambda: naming_part("train_dataset", run))
+        return dataclasses.replace(run, make_dataset=None if s.rl_lists == "train" else lambda: fixed_lists_dataset(s, rl_prompts(s)))
 
     experiment = Experiment(
         settings=s, build_model=build, pretrain=lambda model, tok: warm_up(model, tok, s),
-        runs=[RLRun(name, LABELS[name], make_dataset=None if s.rl_lists == "train" else lambda: fixed_lists_dataset(s, rl_prompts(s))) for name in s.runs],
+        runs=[make_run(name) for name in s.runs],
         rl_config=lambda start, out, r: rl_config(s, start, out, r),
         measure=lambda model, tok: measure(model, tok, s), format_table=format_table,
         pretrain_message=f"loading SmolLM2-135M-Instruct{'' if s.warmup_steps == 0 else f' and warming it up ({s.warmup_steps} steps on its own valid answers)'}",

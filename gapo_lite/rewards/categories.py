@@ -11,16 +11,17 @@ from gapo_lite.rewards.open_ended import OpenEndedFrequencyScorer
 class CategoryScorer:
     """GAPO for open-ended prompts of several categories: each group is scored by the
     :class:`OpenEndedFrequencyScorer` of its ``category`` column (validator = that category's vocabulary,
-    L = its size)."""
+    L = its size; ``nouns``: category -> what its prompt asks for, read as the scorer's ``noun``)."""
 
     name = "gapo_open_ended"
 
     def __init__(self, vocabularies_by_category: dict[str, Sequence[str]], *, column: str = "category", invalid_reward: float = -1.0,
-                 clean: bool = True) -> None:
+                 clean: bool = True, nouns: dict[str, str] | None = None) -> None:
         if not vocabularies_by_category:
             raise ValueError("CategoryScorer needs at least one category vocabulary")
         self.column = column
-        self.scorers = {c: OpenEndedFrequencyScorer(list(v), invalid_reward=invalid_reward, clean=clean) for c, v in vocabularies_by_category.items()}
+        self.scorers = {c: OpenEndedFrequencyScorer(list(v), invalid_reward=invalid_reward, clean=clean, noun=(nouns or {}).get(c))
+                        for c, v in vocabularies_by_category.items()}
 
     def scorer_for(self, group: Group) -> OpenEndedFrequencyScorer:
         if self.column not in group.columns:

@@ -58,6 +58,8 @@ class OpenEndedFrequencyScorer:
     a callable ``str -> bool`` (given the canonical answer). ``extract`` picks the answer text out of a
     completion (default: the whole completion). ``clean`` (default) counts that text only when it is one
     answer alone (:func:`~gapo_lite.answers.clean.single_answer`): "Paris, London" or "Paris is nice" is no answer.
+    ``noun`` (what the prompt asks for: "city") lets the clean rule drop lead-ins about it ("The city is Paris.")
+    and scores the noun itself as no answer ("City."), as the open-ended suite reads replies.
     """
 
     name = "gapo_open_ended"
@@ -71,6 +73,7 @@ class OpenEndedFrequencyScorer:
         extract: Callable[[str], str | None] | None = None,
         invalid_reward: float = -1.0,
         clean: bool = True,
+        noun: str | None = None,
     ) -> None:
         if num_valid is not None and num_valid < 1:
             raise ValueError(f"num_valid (L) must be >= 1, got {num_valid}")
@@ -78,6 +81,8 @@ class OpenEndedFrequencyScorer:
         self.extract = extract
         self.invalid_reward = invalid_reward
         self.clean = clean
+        self.noun = noun
+        self._echo = canonical(noun) if noun else None
         self.vocabulary: frozenset[str] | None = None
         self._check = self._build_check(validator)
         if num_valid is None and self.vocabulary is not None:
@@ -122,9 +127,9 @@ class OpenEndedFrequencyScorer:
         for completion in group.completions:
             text = self.extract(completion) if self.extract is not None else completion
             if self.clean and text is not None:
-                text = single_answer(text)
+                text = single_answer(text, self.noun)
             answer = self.canonical(text) if text is not None else None
-            out.append(answer if answer is not None and self._check(answer) else None)
+            out.append(answer if answer is not None and answer != self._echo and self._check(answer) else None)
         return out
 
     def __call__(self, group: Group) -> list[float]:
