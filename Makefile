@@ -21,7 +21,7 @@ demo: $(STAMP)  ## the miniature GAPO reproduction on CPU
 	$(BIN)/python -m gapo_lite.cli demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check gapo_lite tests recipes benchmarks scripts
+	$(BIN)/ruff check gapo_lite lab tests recipes benchmarks scripts
 
 test: $(STAMP) lint  ## lint, then the default test run (slow tests excluded)
 	$(BIN)/python -m pytest -q -m "not slow"

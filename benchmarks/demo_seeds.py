@@ -52,8 +52,8 @@ def seed_table(results: dict[int, dict[str, Any]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     import dataclasses
 
-    from gapo_lite.lab.demo import DemoSettings, run_demo
-    from gapo_lite.lab.runner import add_common_arguments, settings_from_args
+    from gapo_lite.demo.run import DemoSettings, run_demo
+    from gapo_lite.demo.stages import add_common_arguments, settings_from_args
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])

@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 from gapo_lite.data import build_list_dataset
-from gapo_lite.lab.tiny import build_tiny_model
+from gapo_lite.demo.tiny import build_tiny_model
 from gapo_lite.models import LoraSettings, load_model
 from gapo_lite.rewards import GroupReward
 from gapo_lite.training import TrainConfig, build_trainer

@@ -37,7 +37,7 @@ MIB = 1024**2
 
 def build_model(path: Path, *, hidden: int, layers: int, heads: int, kv_heads: int, intermediate: int, vocab: int) -> Path:
     """A random Qwen2 with a word-level tokenizer whose vocabulary is padded with generated words to ``vocab``."""
-    from gapo_lite.lab.tiny import _BASE_WORDS, SPECIAL_TOKENS, build_tiny_model
+    from gapo_lite.demo.tiny import _BASE_WORDS, SPECIAL_TOKENS, build_tiny_model
 
     reserved = len(SPECIAL_TOKENS) + len(_BASE_WORDS)
     words = [f"w{i:05d}" for i in range(max(vocab - reserved, 1))]

@@ -59,7 +59,7 @@ def time_grpo_step(num_steps: int, max_completion_length: int) -> float:
     from trl import GRPOConfig, GRPOTrainer
 
     from gapo_lite.data import build_list_dataset
-    from gapo_lite.lab.tiny import build_tiny_model
+    from gapo_lite.demo.tiny import build_tiny_model
     from gapo_lite.models import LoraSettings, load_model
 
     class StepTimer(TrainerCallback):

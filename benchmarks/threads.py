@@ -18,7 +18,7 @@ from pathlib import Path
 
 def copy_step_seconds(model, tok, settings, steps: int, seed: int) -> float:
     """Seconds per step of the demo's copy phase (a uniform target over the list's items)."""
-    from gapo_lite.lab.lists import pretrain_list_model
+    from gapo_lite.demo.parts import pretrain_list_model
 
     t = time.perf_counter()
     pretrain_list_model(model, tok, settings, copy_steps=steps, collapse_steps=0, first_share=None, seed=seed, progress=False)
@@ -27,7 +27,7 @@ def copy_step_seconds(model, tok, settings, steps: int, seed: int) -> float:
 
 def rl_step_seconds(settings, start: Path, out: Path, steps: int) -> float:
     """Median seconds per GAPO step of the demo's RL run (TRL's ``step_time``; the first two steps dropped)."""
-    from gapo_lite.lab.lists import rl_config
+    from gapo_lite.demo.parts import rl_config
     from gapo_lite.training import train
 
     config = rl_config(dataclasses.replace(settings, rl_steps=steps), start, out, "gapo")
@@ -39,9 +39,9 @@ def rl_step_seconds(settings, start: Path, out: Path, steps: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from gapo_lite.lab import torch_threads
-    from gapo_lite.lab.demo import DemoSettings
-    from gapo_lite.lab.lists import build_list_model
+    from gapo_lite.demo.parts import build_list_model
+    from gapo_lite.demo.run import DemoSettings
+    from gapo_lite.demo.stages import torch_threads
     from gapo_lite.models import load_model
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -16,7 +16,7 @@ from typing import NoReturn
 from gapo_lite.errors import USAGE_ERROR, UserError, print_error
 
 COMMANDS = {
-    "demo": ("gapo_lite.lab.demo", "the miniature GAPO reproduction on CPU (the README's main job)"),
+    "demo": ("gapo_lite.demo.run", "the miniature GAPO reproduction on CPU (the README's main job)"),
     "train": ("gapo_lite.training.cli", "train with GAPO from a recipe"),
     "plan": ("gapo_lite.training.plan_cli", "memory plan: what fits, and how to chunk the groups"),
     "eval": ("gapo_lite.eval.cli", "diversity / validity / accuracy evaluation with a report"),

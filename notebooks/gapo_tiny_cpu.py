@@ -45,7 +45,7 @@ OUT_DIR = "runs/demo_notebook"
 
 # %%
 import dataclasses
-from gapo_lite.lab.demo import DemoSettings, run_demo
+from gapo_lite.demo.run import DemoSettings, run_demo
 
 settings = DemoSettings.quick() if QUICK else DemoSettings()
 print(settings)
@@ -57,7 +57,7 @@ results = run_demo(OUT_DIR, settings)
 # collapsed model's while keeping answers valid; the validity-rewarded baseline should stay collapsed.
 
 # %%
-from gapo_lite.lab.demo import format_table
+from gapo_lite.demo.run import format_table
 
 print(format_table(results))
 print()
@@ -81,7 +81,7 @@ display(Image(filename=str(Path(OUT_DIR) / "choices.png")))
 import math
 import matplotlib.pyplot as plt
 import numpy as np
-from gapo_lite.lab.demo import LABELS, MODELS
+from gapo_lite.demo.run import LABELS, MODELS
 
 temperatures = list(results["settings"]["eval_temperatures"])
 

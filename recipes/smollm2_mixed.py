@@ -12,7 +12,7 @@ rate more than lists alone, not its distinct valid answers, and cost guard accur
 better than lists alone (docs/smollm2.md's current result). Settings of
 docs/smollm2.md's result: T = 0.7, G = 32, lr 3e-4, LoRA r = 16, 16-token completions, an invalid answer
 scoring 0 (the start is valid too rarely for the paper's -1; see "Will GAPO spread your model?" in
-docs/reward.md). The lab (python -m gapo_lite.lab.smollm2) first warms the model up on its own valid answers.
+docs/reward.md). The lab (python -m lab.smollm2) first warms the model up on its own valid answers.
 """
 import dataclasses
 

@@ -31,7 +31,7 @@ config = TrainConfig(
 
 def prepare(config: TrainConfig) -> None:
     """Build the random tiny model the first time it is trained (not when the recipe is read, nor on --dry-run)."""
-    from gapo_lite.lab.tiny import build_tiny_model
+    from gapo_lite.demo.tiny import build_tiny_model
 
     if config.model == MODEL_DIR and not (Path(MODEL_DIR) / "config.json").exists():
         build_tiny_model(MODEL_DIR, hidden_size=64, num_layers=2)

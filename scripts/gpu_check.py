@@ -9,7 +9,7 @@ For a machine with one NVIDIA GPU and no internet (run through scripts/gpu_check
 
 Each model is built from its ModelSpec (transformers ``Qwen2Config``), randomly initialised on the GPU in
 bf16 and saved with a tokenizer to a work folder (``/dev/shm`` when it has room). The tokenizer is a
-word-level ``gapo_lite.lab.tiny.build_tokenizer`` over the list-data vocabulary padded with generated words to
+word-level ``gapo_lite.demo.tiny.build_tokenizer`` over the list-data vocabulary padded with generated words to
 the model's vocabulary size, unless ``--tokenizer`` names a local folder with a real Qwen tokenizer. Random
 weights make the text meaningless; the check is about memory, speed and the code path.
 
@@ -200,7 +200,7 @@ def qwen2_config_kwargs(spec: ModelSpec, *, pad_token_id: int, eos_token_id: int
 def filler_words(vocab_size: int) -> list[str]:
     """List-data words plus generated ``tok<i>`` words so that ``build_tokenizer`` has exactly ``vocab_size`` entries."""
     from gapo_lite.data import vocabulary
-    from gapo_lite.lab.tiny import _BASE_WORDS, SPECIAL_TOKENS
+    from gapo_lite.demo.tiny import _BASE_WORDS, SPECIAL_TOKENS
 
     reserved = set(SPECIAL_TOKENS) | set(_BASE_WORDS)
     words = [w for w in dict.fromkeys(vocabulary()) if w not in reserved]
@@ -226,7 +226,7 @@ def build_tokenizer_for(spec: ModelSpec, tokenizer_dir: Path | None = None):
         if len(tokenizer) > spec.vocab_size:
             raise ValueError(f"tokenizer in {tokenizer_dir} has {len(tokenizer)} tokens, more than the model's vocabulary {spec.vocab_size}")
         return tokenizer
-    from gapo_lite.lab.tiny import build_tokenizer
+    from gapo_lite.demo.tiny import build_tokenizer
 
     tokenizer = build_tokenizer(filler_words(spec.vocab_size))
     assert len(tokenizer) == spec.vocab_size, (len(tokenizer), spec.vocab_size)

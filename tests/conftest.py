@@ -19,7 +19,7 @@ torch.set_num_threads(1)
 @pytest.fixture(scope="session")
 def tiny_model_path(tmp_path_factory):
     """A random tiny Qwen2 (hidden 64, 2 layers) whose vocabulary covers every list item."""
-    from gapo_lite.lab.tiny import build_tiny_model
+    from gapo_lite.demo.tiny import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
 
@@ -36,7 +36,7 @@ def small_vocab_model(tmp_path_factory):
     from datasets import Dataset
 
     from gapo_lite.data import TEMPLATES, make_example
-    from gapo_lite.lab.tiny import build_tiny_model
+    from gapo_lite.demo.tiny import build_tiny_model
 
     words = sorted(set(TEMPLATES[0].replace("{items}", "").replace(".", " ").replace(":", " ").split()) | set(ANIMALS))
     path = build_tiny_model(tmp_path_factory.mktemp("small") / "model", words=words, seed=1)

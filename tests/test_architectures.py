@@ -24,7 +24,7 @@ def build(path, arch: str):
     import transformers
 
     from gapo_lite.data import vocabulary
-    from gapo_lite.lab.tiny import build_tokenizer
+    from gapo_lite.demo.tiny import build_tokenizer
 
     config_name, model_name, extra = ARCHITECTURES[arch]
     tokenizer = build_tokenizer(vocabulary())

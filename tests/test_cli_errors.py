@@ -112,10 +112,10 @@ def test_which_model_names_are_local_paths(name, local):
 def test_experiment_modules_answer_a_bad_set_in_one_line(module, capsys, tmp_path):
     import importlib
 
-    main_of = importlib.import_module(f"gapo_lite.lab.{module}").main
+    main_of = importlib.import_module(f"lab.{module}").main
     assert main_of(["--quick", "--out", str(tmp_path), "--set", "no_such_setting=1"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == f"python -m gapo_lite.lab.{module}: error: unknown setting 'no_such_setting'; known: " + err.split("known: ")[1]
+    assert err == f"python -m lab.{module}: error: unknown setting 'no_such_setting'; known: " + err.split("known: ")[1]
     assert not (tmp_path / "results.json").exists()
 
 

@@ -72,7 +72,7 @@ def test_guard_grades_capability_and_the_end_of_turn():
 def test_eval_compare_is_quiet_on_an_identical_model(tmp_path, capsys):
     """A LoRA adapter whose B matrices are zero leaves the model as it was: the damage check finds nothing."""
     from gapo_lite.cli import main
-    from gapo_lite.lab.tiny import build_tiny_model
+    from gapo_lite.demo.tiny import build_tiny_model
     from gapo_lite.models import LoraSettings, load_model
 
     model_dir = build_tiny_model(tmp_path / "model")

@@ -4,10 +4,10 @@ import json
 
 import pytest
 
+from gapo_lite.demo.plots import plot_curves, read_curves
+from gapo_lite.demo.run import DemoSettings, format_table, reading, run, start_line
 from gapo_lite.eval.lists import pressure_by_prompt
-from gapo_lite.lab.demo import DemoSettings, format_table, reading, run, start_line
-from gapo_lite.lab.plots import plot_curves, read_curves
-from gapo_lite.lab.regimes import RegimeSettings
+from lab.regimes import RegimeSettings
 
 
 def fake(jsd, valid):

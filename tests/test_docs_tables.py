@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gapo_lite.lab.demo import format_table
+from gapo_lite.demo.run import format_table
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -90,7 +90,7 @@ def test_recorded_runs_used_the_demo_defaults():
     """The README's 'seed 0 is make demo's run' holds only if the recorded settings are today's defaults."""
     import dataclasses
 
-    from gapo_lite.lab.demo import DemoSettings
+    from gapo_lite.demo.run import DemoSettings
 
     for seed, r in RECORDED.items():
         defaults = json.loads(json.dumps(dataclasses.asdict(DemoSettings(seed=int(seed)))))
@@ -104,7 +104,7 @@ def test_start_line_in_the_demo_page_is_seed0s():
 
 
 def test_regimes_page_shows_the_regime_table_as_printed():
-    from gapo_lite.lab.regimes import format_table as regime_table
+    from lab.regimes import format_table as regime_table
 
     recorded = recorded_json("regimes.json")
     assert regime_table(recorded) in page("regimes.md")
@@ -117,7 +117,7 @@ def test_regimes_page_shows_the_regime_table_as_printed():
      ("smollm2_long.json", 24, 360, ["gapo", "grpo_baseline"])],
 )
 def test_smollm2_page_shows_each_table_as_printed(recorded_file, warmup_steps, rl_steps, runs):
-    from gapo_lite.lab.smollm2 import format_table as smollm2_table
+    from lab.smollm2 import format_table as smollm2_table
 
     recorded = recorded_json(recorded_file)
     assert smollm2_table(recorded) in page("smollm2.md")
@@ -128,7 +128,7 @@ def test_smollm2_page_shows_each_table_as_printed(recorded_file, warmup_steps, r
 
 @pytest.mark.parametrize(("module", "recorded_file", "doc"), [("open_ended", "open_ended.json", "open_ended.md"), ("accuracy", "accuracy.json", "accuracy.md")])
 def test_miniature_experiment_pages_show_their_tables_as_printed(module, recorded_file, doc):
-    formatter = importlib.import_module(f"gapo_lite.lab.{module}").format_table
+    formatter = importlib.import_module(f"lab.{module}").format_table
     recorded = recorded_json(recorded_file)
     assert formatter(recorded) in page(doc)
     assert recorded["command"] in page(doc)  # the page names the command that printed it
@@ -149,8 +149,8 @@ def test_every_recorded_result_is_shown_by_a_page():
 ])
 def test_smollm2_spreading_run_tables_as_printed(name, settings):
     """Each seed's held-out table, open-suite table and top answers, as smollm2_report prints them."""
-    from gapo_lite.lab.smollm2 import format_table as smollm2_table
-    from gapo_lite.lab.smollm2_report import format_open_table, format_top_answers
+    from lab.smollm2 import format_table as smollm2_table
+    from lab.smollm2_report import format_open_table, format_top_answers
 
     recorded = recorded_json(name)
     assert [r["settings"]["seed"] for r in recorded] == [0, 1]
@@ -177,7 +177,7 @@ def test_smollm2_step_benchmark_as_recorded():
 
 def test_smollm2_budget_baseline_as_recorded():
     """The lead's budget quotes the baseline's stage time, its held-out JSD and its open suite from its record."""
-    from gapo_lite.lab.smollm2 import _value
+    from lab.smollm2 import _value
 
     (base,) = recorded_json("smollm2_budget_baseline.json")
     seconds, run = base["stage_seconds"]["grpo_baseline"], base["grpo_baseline"]
@@ -201,7 +201,7 @@ def test_generation_benchmark_as_recorded():
 @pytest.mark.parametrize("name, stage", [("smollm2_longer.json", 250), ("smollm2_t07_longer.json", 300), ("smollm2_p2_longer.json", 300)])
 def test_smollm2_longer_tables_as_printed(name, stage):
     """The continued GAPO runs' tables (one per seed), as ``smollm2_report --longer`` prints them."""
-    from gapo_lite.lab.smollm2_report import format_longer_table
+    from lab.smollm2_report import format_longer_table
 
     recorded = recorded_json(name)
     assert [r["seed"] for r in recorded] == [0, 1]
@@ -256,8 +256,8 @@ def test_smollm2_page_runs_table_follows_the_records():
 def test_smollm2_reruns_from_the_cosine_starts_as_printed(name, prompts_per_step, runs, open_tables):
     """The constant-rate reruns' held-out tables (and open-suite tables where the page shows them), and that
     they started from the cosine run's very starts."""
-    from gapo_lite.lab.smollm2 import format_table as smollm2_table
-    from gapo_lite.lab.smollm2_report import format_open_table
+    from lab.smollm2 import format_table as smollm2_table
+    from lab.smollm2_report import format_open_table
 
     cosine = recorded_json("smollm2_cos.json")
     rerun = recorded_json(name)
@@ -288,8 +288,8 @@ def test_smollm2_two_prompt_wall_times_as_recorded():
 def test_smollm2_baseline_at_600_steps_as_printed():
     """The two-prompt baseline continued to 600 steps: its tables on the page, from the same starts and with the
     same RL settings as GAPO's 600-step points."""
-    from gapo_lite.lab.smollm2 import format_table as smollm2_table
-    from gapo_lite.lab.smollm2_report import format_open_table, format_top_answers
+    from lab.smollm2 import format_table as smollm2_table
+    from lab.smollm2_report import format_open_table, format_top_answers
 
     base = recorded_json("smollm2_p2_base.json")
     gapo = points_by_seed("smollm2_p2_longer.json")
@@ -308,7 +308,7 @@ def test_smollm2_baseline_at_600_steps_as_printed():
 def test_smollm2_precision_pairs_as_printed():
     """The 40-step precision check: fp32 and bf16 on seeds 0 and 1 from one start, each table on the page, and
     the page's same-seed differences from the record."""
-    from gapo_lite.lab.smollm2 import format_table as smollm2_table
+    from lab.smollm2 import format_table as smollm2_table
 
     recorded = recorded_json("smollm2_precision_c3.json")
     runs = {(r["settings"]["precision"], r["settings"]["seed"]): r for r in recorded}
@@ -323,7 +323,7 @@ def test_smollm2_precision_pairs_as_printed():
 def test_smollm2_kl_probe_as_printed():
     """The KL probe: seed 0's two-prompt run continued 300 -> 450 with beta = 0.04, its table on the page and its
     figures against the run without the term (smollm2_p2_longer.json) as the page compares them."""
-    from gapo_lite.lab.smollm2_report import format_longer_table
+    from lab.smollm2_report import format_longer_table
 
     (kl,) = recorded_json("smollm2_p2_kl.json")
     plain = next(r for r in recorded_json("smollm2_p2_longer.json") if r["seed"] == 0)
@@ -350,7 +350,7 @@ def test_smollm2_page_start_variation_follows_the_records():
 def test_smollm2_paper_reward_from_450_as_printed():
     """The two-prompt runs continued 450 -> 600 with invalid_reward = -1: their tables on the page, the shared
     300- and 450-step points, and the page's comparison with the 600 steps trained with 0."""
-    from gapo_lite.lab.smollm2_report import format_longer_table
+    from lab.smollm2_report import format_longer_table
 
     switched = recorded_json("smollm2_p2_neg.json")
     plain = points_by_seed("smollm2_p2_longer.json")
@@ -374,7 +374,7 @@ def test_smollm2_paper_reward_from_600_as_printed():
     """The 600-step runs (invalid_reward = 0) continued to 750 with -1: their tables on the page, the shared
     points up to 600, and the figures the page quotes (its own and, in its summary moved from the README, the
     750-step reading)."""
-    from gapo_lite.lab.smollm2_report import format_longer_table
+    from lab.smollm2_report import format_longer_table
 
     switched = recorded_json("smollm2_p2_neg600.json")
     plain = points_by_seed("smollm2_p2_longer.json")
@@ -395,7 +395,7 @@ def test_smollm2_precision_rl_seeds_as_printed():
     """The precision check with RL seeds: six 40-step runs from seed 1's start on seed 1's lists, both tables
     on the page as printed, the page's pooled figure over all six same-start pairs, and the start's
     reproduction of the cosine run's seed-1 start."""
-    from gapo_lite.lab.smollm2_report import format_precision_table, precision_pairs
+    from lab.smollm2_report import format_precision_table, precision_pairs
 
     recorded = recorded_json("smollm2_precision_s1.json")
     assert all((r["settings"]["seed"], r["settings"]["rl_steps"], r["settings"]["runs"]) == (1, 40, ["gapo"]) for r in recorded)
@@ -427,7 +427,7 @@ def test_smollm2_precision_rl_seeds_as_printed():
 
 def test_smollm2_target_table_follows_the_records():
     """docs/smollm2.md's "Where the targets stand": each quoted figure from its record, and each verdict from the figures."""
-    from gapo_lite.lab.smollm2_report import precision_pairs
+    from lab.smollm2_report import precision_pairs
 
     section = page("smollm2.md").split("### Where the targets stand")[1].split("\n### ")[0]
     rows = [line for line in section.splitlines() if line.startswith("| ") and "---" not in line][1:]  # the header row dropped
@@ -475,7 +475,7 @@ def test_smollm2_target_table_follows_the_records():
 def test_smollm2_seed1_rerun_as_printed():
     """Seed 1's two-prompt run again on a fresh machine: its table on the page, the same start as the recorded
     run to the digit, and the page's comparison of the two 300-step figures and the stage times."""
-    from gapo_lite.lab.smollm2 import format_table as smollm2_table
+    from lab.smollm2 import format_table as smollm2_table
 
     rerun, recorded = seed1_rerun()
     assert smollm2_table(rerun) in page("smollm2.md")
@@ -512,7 +512,7 @@ def test_gpu_page_resident_terms_are_the_recorded_benchmark():
 
 
 def test_gpu_page_nf4_run_is_what_the_quantization_report_prints():
-    from gapo_lite.lab.smollm2_report import format_quantization_table, quantization_columns
+    from lab.smollm2_report import format_quantization_table, quantization_columns
 
     record = recorded_json("smollm2_nf4.json")
     table = format_quantization_table(quantization_columns(record), record[0]["settings"]["seed"])
@@ -521,8 +521,8 @@ def test_gpu_page_nf4_run_is_what_the_quantization_report_prints():
 
 def test_smollm2_lead_result_is_what_the_report_prints():
     """docs/smollm2.md's lead section and the README's SmolLM2 part: the result table, the targets and the damage
-    checks as `python -m gapo_lite.lab.smollm2_report` prints them from docs/results/smollm2_clean.json."""
-    from gapo_lite.lab.smollm2_report import damage_lines, format_result_markdown, format_targets_markdown
+    checks as `python -m lab.smollm2_report` prints them from docs/results/smollm2_clean.json."""
+    from lab.smollm2_report import damage_lines, format_result_markdown, format_targets_markdown
 
     record = recorded_json("smollm2_clean.json")
     assert sorted(r["settings"]["seed"] for r in record) == [0, 1]
@@ -542,8 +542,8 @@ def test_smollm2_probes_are_what_the_report_prints():
     smollm2_probes_explore(_s1).json, every probe from the lead's warmed start of its seed (smollm2_probes_warmup.json: from
     starts warmed otherwise; smollm2_probes_batch(_s1).json: four prompts a step), with the training groups
     where the record has them; and the figures docs/reward.md quotes for the invalid margin, from that record."""
-    from gapo_lite.lab.smollm2 import _value
-    from gapo_lite.lab.smollm2_report import damage_lines, format_draws, format_result_markdown, format_training_table, models, run_label
+    from lab.smollm2 import _value
+    from lab.smollm2_report import damage_lines, format_draws, format_result_markdown, format_training_table, models, run_label
 
     names = ("", "_s1", "_2threads", "_explore", "_explore_s1", "_draws", "_draws_s1", "_warmup", "_batch", "_batch_s1")
     seeds = [recorded_json(f"smollm2_probes{name}.json") for name in names]
@@ -573,10 +573,10 @@ def test_smollm2_probes_are_what_the_report_prints():
 
 
 def test_smollm2_averaged_updates_are_what_the_script_printed():
-    """docs/smollm2.md's averaged-update tables and damage lines are what scripts/smollm2_average.py printed into
+    """docs/smollm2.md's averaged-update tables and damage lines are what lab/scripts/smollm2_average.py printed into
     docs/results/smollm2_average_s0.json / _s1.json, from the draws' start; and a run's own update at scale 1,
     measured again through its merged delta, reads what the run's own stage measured."""
-    from gapo_lite.lab.smollm2_report import damage_lines, format_result_markdown, models, run_label
+    from lab.smollm2_report import damage_lines, format_result_markdown, models, run_label
 
     probes = between(page("smollm2.md"), "probes")
     for seed, draws_name in ((0, "_draws"), (1, "_draws_s1")):
@@ -595,7 +595,7 @@ def test_smollm2_averaged_updates_are_what_the_script_printed():
 
 def assert_report_printed(record, probes: str) -> None:
     """A smollm2_report record's tables, damage checks, training groups and answers by rank are in the page as printed."""
-    from gapo_lite.lab.smollm2_report import damage_lines, format_item_ranks, format_result_markdown, format_training_table
+    from lab.smollm2_report import damage_lines, format_item_ranks, format_result_markdown, format_training_table
 
     assert format_result_markdown(record) in probes
     for results in record:
@@ -614,9 +614,9 @@ def lead_start_jsd() -> dict[int, float]:
 def test_smollm2_ten_fixed_lists_cross_test_is_what_the_commands_printed(load_script):
     """docs/smollm2.md's crossed test: ten fixed training lists (300 and 600 steps) and the 40 measured prompts (300
     steps), each measured on the held-out lists (smollm2_report, docs/results/smollm2_fixed_lists10(_s1).json) and on
-    the training lists (scripts/smollm2_train_lists.py, smollm2_train_lists_fixed10_s0/_s1.json); and what the page
+    the training lists (lab/scripts/smollm2_train_lists.py, smollm2_train_lists_fixed10_s0/_s1.json); and what the page
     reads from them: each run spreads the set it trained on and not the other."""
-    from gapo_lite.lab.smollm2_report import model_settings, models, on_measured_lists
+    from lab.smollm2_report import model_settings, models, on_measured_lists
 
     script = load_script("smollm2_train_lists")
     probes = between(page("smollm2.md"), "probes")
@@ -647,7 +647,7 @@ def test_smollm2_ten_fixed_lists_cross_test_is_what_the_commands_printed(load_sc
 
 
 def test_smollm2_frontier_lines_are_what_the_script_printed(load_script):
-    """The frontier's summary in docs/smollm2.md is what scripts/smollm2_frontier.py prints from the records its command names."""
+    """The frontier's summary in docs/smollm2.md is what lab/scripts/smollm2_frontier.py prints from the records its command names."""
     frontier = load_script("smollm2_frontier")
     records = [RESULTS / "smollm2_clean.json", *sorted(RESULTS.glob("smollm2_probes*.json")), *sorted(RESULTS.glob("smollm2_average_s*.json")),
                *sorted(RESULTS.glob("smollm2_fixed_lists*.json"))]
@@ -659,7 +659,7 @@ def test_smollm2_frontier_lines_are_what_the_script_printed(load_script):
 
 
 def test_smollm2_training_category_lists_are_what_the_script_printed(load_script):
-    """docs/smollm2.md's training-category tables are what scripts/smollm2_train_lists.py printed into
+    """docs/smollm2.md's training-category tables are what lab/scripts/smollm2_train_lists.py printed into
     docs/results/smollm2_train_lists_s0.json / _s1.json, each measuring its start first."""
     script = load_script("smollm2_train_lists")
     probes = between(page("smollm2.md"), "probes")
@@ -675,7 +675,7 @@ def test_smollm2_measured_lists_are_what_the_report_prints():
     the lead's starts, beside the lead's arm with the same RL seed) and smollm2_measured_list1.json (one list,
     measured on it alone), and smollm2_fixed_lists(_s1).json (one and two fixed lists of the training categories), with
     each model's answers by the item's rank; every run on the measured lists trained on them and is labelled so."""
-    from gapo_lite.lab.smollm2_report import model_settings, models, on_measured_lists
+    from lab.smollm2_report import model_settings, models, on_measured_lists
 
     probes = between(page("smollm2.md"), "probes")
     ten = [recorded_json(f"smollm2_measured_lists{name}.json") for name in ("", "_s1")]

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from gapo_lite.data import TEMPLATES, make_example
-from gapo_lite.lab.tiny import build_tiny_model
+from gapo_lite.demo.tiny import build_tiny_model
 from gapo_lite.models import LoraSettings, load_model
 from gapo_lite.rewards import FrequencyScorer, GroupReward
 

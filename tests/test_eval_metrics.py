@@ -205,8 +205,8 @@ class _NextTokenModel:
 
 
 def test_token_logprobs_alignment():
+    from gapo_lite.demo.tiny import build_tokenizer
     from gapo_lite.eval.sweep import coherence, token_logprobs
-    from gapo_lite.lab.tiny import build_tokenizer
 
     tok = build_tokenizer(["w0", "w1", "w2", "w3", "w4", "w5"])
     ids = tok.convert_tokens_to_ids(["w0", "w1", "w2", "w3", "w4", "w5"])

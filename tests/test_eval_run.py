@@ -30,7 +30,7 @@ def _make_adapter(model_dir: Path, out: Path, seed: int) -> Path:
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    from gapo_lite.lab.tiny import build_tiny_model
+    from gapo_lite.demo.tiny import build_tiny_model
 
     root = tmp_path_factory.mktemp("eval")
     model = build_tiny_model(root / "model")
@@ -209,7 +209,7 @@ def test_sweep(full_run):
 
 
 def test_compare_with_another_model_and_adapters(tiny, tmp_path):
-    from gapo_lite.lab.tiny import build_tiny_model
+    from gapo_lite.demo.tiny import build_tiny_model
 
     other = build_tiny_model(tmp_path / "other", seed=5)
     r = evaluate(str(tiny["model"]), compare=str(other), suites=("open",), out_dir=tmp_path / "out", n=3, max_new_tokens=4, progress=False)

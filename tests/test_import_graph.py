@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 import functools
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ LAYERS: list[set[str]] = [
     {"gapo_lite.rewards"},
     {"gapo_lite.models", "gapo_lite.memory"},
     {"gapo_lite.training", "gapo_lite.eval"},
-    {"gapo_lite.lab"},  # the CPU lab: the demo, tiny models, pretraining loops, experiments
+    {"gapo_lite.demo"},  # the main job: the tiny model, its pretraining, the staged runner
     {"gapo_lite", "gapo_lite.cli"},
 ]
 LIBRARY = ("gapo_lite.answers", "gapo_lite.rewards", "gapo_lite.data", "gapo_lite.metrics", "gapo_lite.diagnostics", "gapo_lite.models",
@@ -38,7 +39,8 @@ def all_modules() -> set[str]:
 
 
 def imports_of(path: Path, modules: set[str], root: Path = PACKAGE) -> set[str]:
-    """Every gapo_lite module ``path`` imports, at top level or inside a function.
+    """Every gapo_lite module ``path`` imports, at top level or inside a function, or names in a string (what
+    ``importlib.import_module("gapo_lite.x")`` would load).
 
     ``from pkg import sub`` counts as importing ``pkg.sub`` only (not ``pkg``) when ``sub`` is a module.
     """
@@ -58,6 +60,9 @@ def imports_of(path: Path, modules: set[str], root: Path = PACKAGE) -> set[str]:
             found.update(submodules)
             if len(submodules) < len(node.names):
                 found.add(target)
+        # a dotted module name in a string; not the module's own package (a logger's name, importlib.resources' anchor)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in modules and not name.startswith(node.value):
+            found.add(node.value)
     return {m for m in found if m in modules and m != name}
 
 
@@ -120,9 +125,10 @@ def test_import_extraction(tmp_path):
     assert "gapo_lite.rewards.group" in hook and "gapo_lite.rewards" not in hook
     fake = tmp_path / "gapo_lite" / "x" / "y.py"
     fake.parent.mkdir(parents=True)
-    fake.write_text("from . import z\nfrom ..answers import parse_choice\ndef f():\n    import gapo_lite.metrics\n")
-    found = imports_of(fake, {"gapo_lite.x.z", "gapo_lite.answers", "gapo_lite.metrics"}, tmp_path / "gapo_lite")
-    assert found == {"gapo_lite.x.z", "gapo_lite.answers", "gapo_lite.metrics"}
+    fake.write_text("from . import z\nfrom ..answers import parse_choice\ndef f():\n    import gapo_lite.metrics\n"
+                    "    importlib.import_module('gapo_lite.data')\n")
+    found = imports_of(fake, {"gapo_lite.x.z", "gapo_lite.answers", "gapo_lite.metrics", "gapo_lite.data"}, tmp_path / "gapo_lite")
+    assert found == {"gapo_lite.x.z", "gapo_lite.answers", "gapo_lite.metrics", "gapo_lite.data"}
 
 
 def test_no_import_cycles():
@@ -138,7 +144,7 @@ def test_imports_point_down_the_layers(module):
 
 def test_rewards_import_nothing_from_eval_or_experiments():
     graph = build_graph()
-    bad = {m: sorted(i for i in deps if i.startswith(("gapo_lite.eval", "gapo_lite.lab")))
+    bad = {m: sorted(i for i in deps if i.startswith(("gapo_lite.eval", "gapo_lite.demo")))
            for m, deps in graph.items() if m.startswith("gapo_lite.rewards")}
     assert not any(bad.values()), bad
 
@@ -156,7 +162,7 @@ def test_importing_rewards_loads_no_eval_or_experiments_module():
     import sys
 
     code = ("import sys, gapo_lite.rewards, gapo_lite.answers, gapo_lite.data; "
-            "print(sorted(m for m in sys.modules if m.startswith(('gapo_lite.eval', 'gapo_lite.lab', 'gapo_lite.training'))))")
+            "print(sorted(m for m in sys.modules if m.startswith(('gapo_lite.eval', 'gapo_lite.demo', 'gapo_lite.training', 'lab'))))")
     env_path = str(PACKAGE.parent)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                          env={**os.environ, "PYTHONPATH": env_path, "GAPO_LITE_BACKEND": "transformers"})
@@ -164,8 +170,24 @@ def test_importing_rewards_loads_no_eval_or_experiments_module():
     assert out.stdout.strip() == "[]"
 
 
+def names_the_lab(node: ast.AST) -> bool:
+    """Whether ``node`` imports the lab (``lab/`` at the repository's root) or names one of its modules in a string."""
+    if isinstance(node, ast.Import):
+        return any(a.name == "lab" or a.name.startswith("lab.") for a in node.names)
+    if isinstance(node, ast.ImportFrom):
+        return not node.level and (node.module == "lab" or (node.module or "").startswith("lab."))
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and re.fullmatch(r"(gapo_lite\.)?lab(\.\w+)*", node.value) is not None
+
+
 def test_the_library_imports_nothing_from_the_lab():
-    """The lab produced the project's figures; a user's import of the library never loads it."""
-    graph = build_graph()
-    bad = {m: sorted(d for d in deps if d.startswith("gapo_lite.lab")) for m, deps in graph.items() if m.startswith(LIBRARY)}
-    assert not any(bad.values()), {m: d for m, d in bad.items() if d}
+    """The lab produced the project's figures; the kit never loads it, by an import statement or by a module name
+    in a string (importlib, runpy, a subprocess's ``-m``)."""
+    bad = sorted(str(p.relative_to(PACKAGE.parent)) for p in PACKAGE.rglob("*.py") if any(names_the_lab(n) for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))))
+    assert not bad, f"the kit names the lab in: {bad}"
+    assert not (PACKAGE / "lab").exists(), "the lab lives at the repository's root, not inside the package"
+
+
+@pytest.mark.parametrize(("source", "names"), [("import lab.smollm2", True), ("from lab import regimes", True), ("importlib.import_module('lab.smollm2')", True),
+                                               ("x = 'gapo_lite.lab'", True), ("from . import lab", False), ("label = 'lab results'", False)])
+def test_the_lab_check_reads_imports_and_strings(source, names):
+    assert any(names_the_lab(n) for n in ast.walk(ast.parse(source))) is names

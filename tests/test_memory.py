@@ -237,7 +237,7 @@ def test_no_gpu_and_no_budget_asks_for_budget(monkeypatch):
 
 
 def test_from_config_counts_real_parameters(tmp_path):
-    from gapo_lite.lab.tiny import build_tiny_model
+    from gapo_lite.demo.tiny import build_tiny_model
     from gapo_lite.models import load_model
 
     path = build_tiny_model(tmp_path / "tiny", hidden_size=32, num_layers=2, num_heads=4, num_kv_heads=2)

@@ -72,10 +72,10 @@ def test_trainconfig_values_by_hand():
 
 
 def test_experiment_and_demo_settings_share_the_parser():
-    import gapo_lite.lab as experiments
     from gapo_lite import overrides
+    from gapo_lite.demo import stages
 
-    assert experiments.apply_overrides is overrides.apply_overrides
+    assert stages.apply_overrides is overrides.apply_overrides
 
 
 # ---------------------------------------------------------------- recipes as factories

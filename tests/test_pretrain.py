@@ -4,8 +4,8 @@ import random
 import pytest
 
 from gapo_lite.data import categories, format_prompt, parse_choice
-from gapo_lite.lab.pretrain import collapse_targets, pretrain_collapsed
-from gapo_lite.lab.tiny import build_tiny_model
+from gapo_lite.demo.pretrain import collapse_targets, pretrain_collapsed
+from gapo_lite.demo.tiny import build_tiny_model
 from gapo_lite.models import load_model
 from gapo_lite.sampling import sample_completions
 
@@ -30,7 +30,7 @@ def _measure(model, tok, pool, seed=7):
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    from gapo_lite.lab.runner import torch_threads
+    from gapo_lite.demo.stages import torch_threads
 
     pool = _pool()
     assert len(pool) == len(NAMES), f"expected categories {NAMES} in the word lists, got {sorted(pool)}"

@@ -138,12 +138,12 @@ def test_one_gapo_step_in_nf4_and_its_adapter_on_the_full_precision_model(smollm
 
 
 def test_the_experiment_end_to_end_on_quick_sizes(smollm2_path, tmp_path):
-    """`python -m gapo_lite.lab.smollm2 --quick --set warmup_steps=1`: warm-up on its own valid answers,
+    """`python -m lab.smollm2 --quick --set warmup_steps=1`: warm-up on its own valid answers,
     both RL runs (LoRA adapters), each measured with the lists suite."""
     import dataclasses
     import json
 
-    from gapo_lite.lab.smollm2 import SmolSettings, run
+    from lab.smollm2 import SmolSettings, run
 
     s = dataclasses.replace(SmolSettings.quick(), model=smollm2_path, warmup_steps=1, warmup_prompts=8, warmup_samples=4, threads=2, open_share=0.5,
                             runs=("gapo", "grpo_baseline", "gapo_lists"))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gapo_lite.lab import runner
+from gapo_lite.demo import stages as runner
 
 
 @dataclass(frozen=True)

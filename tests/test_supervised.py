@@ -1,4 +1,4 @@
-"""``gapo_lite.lab.supervised``: the experiments' one pretraining loop and its teacher-forced batches."""
+"""``gapo_lite.demo.supervised``: the experiments' one pretraining loop and its teacher-forced batches."""
 from __future__ import annotations
 
 import random
@@ -6,7 +6,7 @@ import random
 import pytest
 import torch
 
-from gapo_lite.lab.supervised import completion_batch, supervised_pretrain, train_steps
+from gapo_lite.demo.supervised import completion_batch, supervised_pretrain, train_steps
 from gapo_lite.models import load_model
 from gapo_lite.sampling import render_prompt
 
@@ -36,7 +36,7 @@ def test_train_steps_schedule_and_losses(monkeypatch):
     def batch_loss(rng: random.Random):
         return (model.w - 1.0) ** 2
 
-    import gapo_lite.lab.supervised as supervised
+    import gapo_lite.demo.supervised as supervised
 
     original = supervised.adamw_warmup_cosine
 

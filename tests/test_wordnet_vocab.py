@@ -106,8 +106,8 @@ def test_the_mixed_reward_pays_a_real_fruit_outside_the_list_only_with_wordnet()
 
 
 def test_the_lab_records_which_vocabulary_its_open_prompts_trained_on(tmp_path):
-    from gapo_lite.lab.runner import RLRun
-    from gapo_lite.lab.smollm2 import SmolSettings, rl_config
+    from gapo_lite.demo.stages import RLRun
+    from lab.smollm2 import SmolSettings, rl_config
 
     assert SmolSettings().open_vocabulary == "word_lists"  # the recorded runs' rule, so their commands still reproduce them
     config = rl_config(SmolSettings(open_share=0.5, open_vocabulary="wordnet"), tmp_path, tmp_path / "gapo", RLRun("gapo", "gapo"))

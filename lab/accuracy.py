@@ -8,12 +8,12 @@
    plain per-sample accuracy reward (:class:`~gapo_lite.rewards.AccuracyReward`: 1 correct, 0 wrong; ``baseline=True``);
 4. measure accuracy and the diversity of the correct solutions at T = 0.7 and 1.0.
 
-Clustering uses the number-masked format signature (:func:`gapo_lite.data.arithmetic.format_clusterer`),
+Clustering uses the number-masked format signature (:func:`lab.arithmetic.format_clusterer`),
 not MiniLM: it is exact for these three formats and costs nothing on a CPU. The checker is strict
-(:func:`gapo_lite.data.arithmetic.strict_answer`: one of the three formats, true equations only); the
+(:func:`lab.arithmetic.strict_answer`: one of the three formats, true equations only); the
 usual GSM8K last-number check is reported beside it as "lenient accuracy".
 
-    python -m gapo_lite.lab.accuracy --out runs/exp_accuracy
+    python -m lab.accuracy --out runs/exp_accuracy
 """
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gapo_lite.lab.runner import LAB_PRECISION, Experiment, RLRun, experiment_main, run_staged, table, tiny_rl_config
-from gapo_lite.lab.supervised import SupervisedMiniature
+from gapo_lite.demo.stages import LAB_PRECISION, Experiment, RLRun, experiment_main, run_staged, table, tiny_rl_config
+from gapo_lite.demo.supervised import SupervisedMiniature
 
 SHAPES = {"N": "bare", "N + N = N": "equation", "N - N = N": "equation", "The answer is N": "sentence"}
 LABELS = {"before": "before (pretrained)", "gapo": "GAPO accuracy+diversity", "baseline": "GRPO accuracy only"}
@@ -47,7 +47,7 @@ class AccuracySettings(SupervisedMiniature):
 
 def pretrain_draw(s: AccuracySettings):
     """``draw(rng)``: a random problem and its correct solution in a format drawn with ``format_shares``."""
-    from gapo_lite.data.arithmetic import FORMATS, problems, question, solution
+    from lab.arithmetic import FORMATS, problems, question, solution
 
     names = list(FORMATS)
     if len(s.format_shares) != len(names) or any(w < 0 for w in s.format_shares) or sum(s.format_shares) <= 0:
@@ -64,15 +64,15 @@ def pretrain_draw(s: AccuracySettings):
 
 def gapo_scorer():
     """GAPO accuracy-first: strict checker, clusters = format signatures."""
-    from gapo_lite.data.arithmetic import format_clusterer, strict_answer
     from gapo_lite.rewards import AccuracyDiversityScorer
+    from lab.arithmetic import format_clusterer, strict_answer
 
     return AccuracyDiversityScorer(extract_answer=strict_answer, cluster=format_clusterer)
 
 
 def eval_pool(s: AccuracySettings) -> list[tuple[int, str, int]]:
     """A fixed, seeded sample of ``eval_problems`` problems."""
-    from gapo_lite.data.arithmetic import problems
+    from lab.arithmetic import problems
 
     pool = problems(s.max_operand)
     return random.Random(f"gapo-lite/accuracy-eval/{s.seed}").sample(pool, min(s.eval_problems, len(pool)))
@@ -88,8 +88,8 @@ def score_samples(problem_samples: list[tuple[int, list[str]]]) -> dict[str, Any
     ``format_accuracy``: the share of those attempts that are correct.
     """
     from gapo_lite.answers import answers_match, extract_number
-    from gapo_lite.data.arithmetic import FORMATS, format_of, format_signature, strict_answer
     from gapo_lite.metrics import entropy
+    from lab.arithmetic import FORMATS, format_of, format_signature, strict_answer
 
     if not problem_samples:
         raise ValueError("score_samples needs at least one problem")
@@ -127,8 +127,8 @@ def score_samples(problem_samples: list[tuple[int, list[str]]]) -> dict[str, Any
 
 def measure(model: Any, tokenizer: Any, s: AccuracySettings) -> dict[str, Any]:
     """:func:`score_samples` at each evaluation temperature on :func:`eval_pool`."""
-    from gapo_lite.data.arithmetic import question, solve
     from gapo_lite.sampling import sample_completions
+    from lab.arithmetic import question, solve
 
     pool = eval_pool(s)
     prompts = [[{"role": "user", "content": question(p)}] for p in pool]
@@ -144,11 +144,11 @@ def measure(model: Any, tokenizer: Any, s: AccuracySettings) -> dict[str, Any]:
 
 
 def experiment(s: AccuracySettings) -> Experiment:
-    """The stages of this experiment for :func:`~gapo_lite.lab.runner.run_staged`."""
-    from gapo_lite.data.arithmetic import arithmetic_words, build_arithmetic_dataset, format_signature, strict_answer
-    from gapo_lite.lab.supervised import supervised_pretrain
-    from gapo_lite.lab.tiny import build_tiny_model
+    """The stages of this experiment for :func:`~gapo_lite.demo.stages.run_staged`."""
+    from gapo_lite.demo.supervised import supervised_pretrain
+    from gapo_lite.demo.tiny import build_tiny_model
     from gapo_lite.rewards import AccuracyReward
+    from lab.arithmetic import arithmetic_words, build_arithmetic_dataset, format_signature, strict_answer
 
     def data():
         return build_arithmetic_dataset(s.rl_steps * s.prompts_per_step, max_operand=s.max_operand, seed=s.seed)
@@ -177,7 +177,7 @@ def run_experiment(out_dir: str | Path = "runs/exp_accuracy", settings: Accuracy
 
 def format_table(results: dict[str, Any]) -> str:
     """One row per metric and temperature; one column per model."""
-    from gapo_lite.data.arithmetic import FORMATS
+    from lab.arithmetic import FORMATS
 
     models = [m for m in LABELS if m in results]
     rows = []
@@ -195,7 +195,7 @@ def format_table(results: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return experiment_main("python -m gapo_lite.lab.accuracy", __doc__.split("\n")[0], "runs/exp_accuracy", AccuracySettings, run_experiment, argv)
+    return experiment_main("python -m lab.accuracy", __doc__.split("\n")[0], "runs/exp_accuracy", AccuracySettings, run_experiment, argv)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from gapo_lite.lab.regimes import RegimeSettings, _start_summary, format_row, format_table, prediction_record, run_regimes, start_rows, threshold_curve
+from lab.regimes import RegimeSettings, _start_summary, format_row, format_table, prediction_record, run_regimes, start_rows, threshold_curve
 
 
 def test_threshold_curve_by_hand():

@@ -5,7 +5,7 @@ import random
 from typing import Any
 
 from gapo_lite.data import TEMPLATES, categories, format_prompt
-from gapo_lite.lab.supervised import train_steps
+from gapo_lite.demo.supervised import train_steps
 from gapo_lite.sampling import render_prompt
 
 

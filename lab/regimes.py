@@ -1,6 +1,6 @@
 """The regime map: from which starting points does GAPO spread a model, and does the mode pressure predict it?
 
-Tiny models are pretrained with the demo's recipe (the shared parts of ``gapo_lite.lab.lists``) to a grid of
+Tiny models are pretrained with the demo's recipe (the shared parts of ``gapo_lite.demo.parts``) to a grid of
 starting points: a short, medium and long copy phase (how often the model answers an item of the list at
 all: its valid rate) times three degrees of collapse onto the first item (its dominant share). GAPO runs
 from each with the demo's RL settings but fewer steps (the map runs one RL run per start, plus one more
@@ -9,8 +9,8 @@ instead of -1 from the starts of the middle collapse level. Every start is read 
 :mod:`gapo_lite.diagnostics` before RL; after RL, held-out and training JSD say what GAPO actually did.
 Each start is one run of the staged runner (``start_copy<N>_first<S>/``), so an interrupted map resumes.
 
-    python -m gapo_lite.lab.regimes --out runs/regimes
-    python -m gapo_lite.lab.regimes --quick --out /tmp/regimes  # seconds, figures meaningless
+    python -m lab.regimes --out runs/regimes
+    python -m lab.regimes --quick --out /tmp/regimes  # seconds, figures meaningless
 """
 from __future__ import annotations
 
@@ -21,14 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gapo_lite.lab.lists import QUICK, RL, SPREAD_MARGIN, Measurement, Pretraining, TinyModel
+from gapo_lite.demo.parts import QUICK, RL, SPREAD_MARGIN, Measurement, Pretraining, TinyModel
 
 RUNS = {-1.0: "gapo", 0.0: "gapo_inv0"}  # invalid reward -> the RL run's name in a start's folder
 
 
 @dataclass(frozen=True)
 class RegimeSettings(Measurement, RL, Pretraining, TinyModel):
-    """The list miniatures' shared parts (``gapo_lite.lab.lists``, the demo's recipe) and the grid of starts."""
+    """The list miniatures' shared parts (``gapo_lite.demo.parts``, the demo's recipe) and the grid of starts."""
 
     copy_steps: tuple[int, ...] = (250, 600, 2500)  # cumulative: snapshots of one copy-phase run (low, mid, the demo's validity)
     first_shares: tuple[float, ...] = (0.4, 0.65, 0.9)  # collapse targets (degree of collapse onto the first item)
@@ -78,7 +78,7 @@ def _start_summary(measured: dict[str, Any], invalid_reward: float) -> dict[str,
 def copy_snapshots(out: Path, s: RegimeSettings) -> dict[int, Path]:
     """One copy-phase run of the demo's tiny model, saved after each of ``s.copy_steps`` (cumulative) steps; a
     snapshot already saved is loaded instead of trained again."""
-    from gapo_lite.lab.lists import build_list_model, pretrain_list_model
+    from gapo_lite.demo.parts import build_list_model, pretrain_list_model
     from gapo_lite.models import load_model
 
     snapshots = {copy: out / f"copy{copy}" for copy in sorted(s.copy_steps)}
@@ -100,8 +100,8 @@ def copy_snapshots(out: Path, s: RegimeSettings) -> dict[int, Path]:
 def start_experiment(s: RegimeSettings, snapshot: Path, share: float, copy: int):
     """One start of the map for the staged runner: the copy snapshot, collapsed at ``share``, then GAPO (with
     ``invalid_reward = 0`` too at the ``zero_invalid_share`` level)."""
-    from gapo_lite.lab.lists import measure, pretrain_list_model, rl_config
-    from gapo_lite.lab.runner import Experiment, RLRun
+    from gapo_lite.demo.parts import measure, pretrain_list_model, rl_config
+    from gapo_lite.demo.stages import Experiment, RLRun
 
     rewards = [r for r in RUNS if r == -1.0 or share == s.zero_invalid_share]
     return Experiment(
@@ -136,7 +136,7 @@ def start_name(copy: int, share: float) -> str:
 
 def run_regimes(out_dir: str | Path, s: RegimeSettings, command: str | None = None) -> dict[str, Any]:
     """Pretrain the grid, run GAPO from every start, write ``results.json`` and ``regimes.png``; return the results."""
-    from gapo_lite.lab.runner import run_staged, torch_threads
+    from gapo_lite.demo.stages import run_staged, torch_threads
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -184,15 +184,15 @@ def format_table(results: dict[str, Any]) -> str:
 
 def plot_regimes(results: dict[str, Any], path: Path) -> None:
     """Final held-out JSD over the start's valid rate and dominant share, with the threshold curves (L = 8)."""
-    from gapo_lite.lab.plots import plot_regimes as plot
+    from gapo_lite.demo.plots import plot_regimes as plot
 
     plot(results, path, {invalid_reward: threshold_curve(8, invalid_reward) for invalid_reward in RUNS})
 
 
 def main(argv: list[str] | None = None) -> int:
-    from gapo_lite.lab.runner import experiment_main
+    from gapo_lite.demo.stages import experiment_main
 
-    return experiment_main("python -m gapo_lite.lab.regimes", __doc__.split("\n")[0], "runs/regimes", RegimeSettings, run_regimes, argv,
+    return experiment_main("python -m lab.regimes", __doc__.split("\n")[0], "runs/regimes", RegimeSettings, run_regimes, argv,
                            what="regime setting")
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gapo_lite.lab.lists import QUICK, RL, SPREAD_MARGIN, Measurement, Pretraining, TinyModel, build_list_model, measure, pretrain_list_model, rl_config
+from gapo_lite.demo.parts import QUICK, RL, SPREAD_MARGIN, Measurement, Pretraining, TinyModel, build_list_model, measure, pretrain_list_model, rl_config
 
 MODELS = ("before", "gapo", "grpo_baseline")
 LABELS = {"before": "before (collapsed)", "gapo": "GAPO", "grpo_baseline": "GRPO + validity reward"}
@@ -27,13 +27,13 @@ REWARDS = {"gapo": "gapo", "grpo_baseline": "validity"}
 
 @dataclass(frozen=True)
 class DemoSettings(Measurement, RL, Pretraining, TinyModel):
-    """The demo: the list miniatures' shared parts (``gapo_lite.lab.lists``) and its one start; ``quick()`` is a
+    """The demo: the list miniatures' shared parts (``gapo_lite.demo.parts``) and its one start; ``quick()`` is a
     seconds-long variant for tests and notebooks."""
 
     copy_steps: int = 2500  # fewer leave some items copied less often than others, and GAPO keeps them uneven
     first_share: float = 0.9  # a start collapsed well past a pure first-position habit (held-out JSD 0.311)
     seed: int = 0
-    threads: int = 2  # see gapo_lite.lab.runner.torch_threads
+    threads: int = 2  # see gapo_lite.demo.stages.torch_threads
 
     @classmethod
     def quick(cls) -> "DemoSettings":
@@ -56,7 +56,7 @@ def reading(results: dict[str, Any]) -> str:
 
 def run_demo(out_dir: str | Path = "runs/demo", settings: DemoSettings | None = None, command: str | None = None) -> dict[str, Any]:
     """Run every stage (on the experiments' staged runner), print the table and its reading, write ``results.json``, ``choices.png`` and ``curves.png``."""
-    from gapo_lite.lab.runner import Experiment, RLRun, run_staged
+    from gapo_lite.demo.stages import Experiment, RLRun, run_staged
 
     s = settings or DemoSettings()
 
@@ -86,7 +86,7 @@ def run_demo(out_dir: str | Path = "runs/demo", settings: DemoSettings | None = 
 
 def write_plots(results: dict[str, Any], out: Path) -> list[Path]:
     """``choices.png`` (answers by list position) and ``curves.png`` (training curves of both RL runs)."""
-    from gapo_lite.lab.plots import plot_choices, plot_curves
+    from gapo_lite.demo.plots import plot_choices, plot_curves
 
     plot_choices(results, out / "choices.png", {m: LABELS[m] for m in MODELS}, COLORS)
     plot_curves({LABELS[name]: out / name / "metrics.jsonl" for name in REWARDS}, out / "curves.png")
@@ -107,13 +107,13 @@ def format_table(results: dict[str, Any]) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from gapo_lite.lab.runner import add_common_arguments
+    from gapo_lite.demo.stages import add_common_arguments
 
     add_common_arguments(parser, "runs/demo")
 
 
 def run(args: argparse.Namespace) -> int:
-    from gapo_lite.lab.runner import settings_from_args
+    from gapo_lite.demo.stages import settings_from_args
 
     s = settings_from_args(DemoSettings, args, what="demo setting")
     run_demo(args.out, s, command=" ".join(["gapo-lite demo", *(["--quick"] if args.quick else []), *(f"--set {o}" for o in args.overrides)]))

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gapo_lite.lab import smollm2
-from gapo_lite.lab.runner import RLRun
+from gapo_lite.demo.stages import RLRun
+from lab import smollm2
 
 
 def test_own_valid_answers_keeps_replies_that_name_exactly_one_item(monkeypatch):
@@ -87,7 +87,7 @@ def test_missing_model_is_a_clear_error(tmp_path):
 def test_load_trained_puts_a_lora_adapter_on_the_start(tiny_model_path, tmp_path):
     import torch
 
-    from gapo_lite.lab.runner import load_trained
+    from gapo_lite.demo.stages import load_trained
 
     ids, want = _random_adapter(tiny_model_path, tmp_path / "adapter", seed=0)
     loaded, _ = load_trained(tmp_path / "adapter", Path(tiny_model_path))
@@ -163,7 +163,7 @@ def test_table_adds_the_trained_reward_and_open_rows_only_when_every_column_has_
 
 
 def test_longer_runs_order_each_seeds_stages_and_refuse_mixed_starts():
-    from gapo_lite.lab.smollm2_report import column, longer_runs
+    from lab.smollm2_report import column, longer_runs
 
     def folder(seed, steps, start_jsd, jsd):
         return {"settings": {"seed": seed, "rl_steps": steps}, "before": {"heldout_jsd": start_jsd}, "gapo": {"heldout_jsd": jsd}}
@@ -181,10 +181,10 @@ def test_longer_runs_order_each_seeds_stages_and_refuse_mixed_starts():
 
 
 @pytest.mark.parametrize("script, args, env, message", [
-    ("smollm2_longer.sh", [], {}, "usage: bash scripts/smollm2_longer.sh SEED"),
+    ("smollm2_longer.sh", [], {}, "usage: bash lab/scripts/smollm2_longer.sh SEED"),
     ("smollm2_longer.sh", ["7"], {}, "runs/smollm2_spread_s7 holds no finished gapo run"),
     ("smollm2_longer.sh", ["7"], {"RUN": "grpo_baseline"}, "runs/smollm2_spread_s7 holds no finished grpo_baseline run"),
-    ("smollm2_precision.sh", [], {}, "usage: bash scripts/smollm2_precision.sh EXPERIMENT_FOLDER"),
+    ("smollm2_precision.sh", [], {}, "usage: bash lab/scripts/smollm2_precision.sh EXPERIMENT_FOLDER"),
     ("smollm2_precision.sh", ["runs/nothing"], {}, "runs/nothing holds no measured start"),
 ])
 def test_follow_up_scripts_refuse_missing_arguments_and_runs(tmp_path, script, args, env, message):
@@ -234,7 +234,7 @@ def test_measure_samples_in_the_settings_precision(monkeypatch):
 
 
 def test_follow_up_scripts_keep_the_first_runs_recorded_settings(tmp_path):
-    """scripts/smollm2_common.sh: the --set flags a follow-up run (longer, precision) takes from settings.json."""
+    """lab/scripts/smollm2_common.sh: the --set flags a follow-up run (longer, precision) takes from settings.json."""
     import json
     import subprocess
     import sys
@@ -253,7 +253,7 @@ def test_heldout_jsd_standard_error_is_zero_for_a_fixed_answer_and_shrinks_with_
     import random
 
     from gapo_lite.eval.lists import make_eval_lists
-    from gapo_lite.lab.smollm2_report import heldout_jsd_se
+    from lab.smollm2_report import heldout_jsd_se
 
     lists = make_eval_lists(10, 8, 4, 3, split="heldout")
     same = {"heldout_choices": [lst.items[0] for lst in lists for _ in range(20)]}
@@ -266,7 +266,7 @@ def test_heldout_jsd_standard_error_is_zero_for_a_fixed_answer_and_shrinks_with_
 
 def test_the_longer_plot_names_each_experiments_step_shape():
     """The plot's x axis says what one step was: the experiment's settings, else the recipe's."""
-    from gapo_lite.lab.smollm2_report import step_shape
+    from lab.smollm2_report import step_shape
 
     assert step_shape({"prompts_per_step": 1, "num_generations": 32}) == "1 prompt x 32"
     assert step_shape({"prompts_per_step": 2, "num_generations": 32}) == "2 prompts x 32"
@@ -287,7 +287,7 @@ def _precision_folder(precision, rl_seed, jsd, valid=0.9, seed=1, start_jsd=0.3)
 
 
 def test_precision_pairs_match_each_rl_seed_and_refuse_what_does_not_pair():
-    from gapo_lite.lab.smollm2_report import format_precision_table, precision_pairs
+    from lab.smollm2_report import format_precision_table, precision_pairs
 
     folders = [_precision_folder("bf16", 1, 0.20), _precision_folder("fp32", 0, 0.25), _precision_folder("fp32", 1, 0.21), _precision_folder("bf16", 0, 0.23)]
     pairs = precision_pairs(folders)
@@ -308,7 +308,7 @@ def test_precision_pairs_match_each_rl_seed_and_refuse_what_does_not_pair():
 
 
 def test_precision_script_runs_each_rl_seed_in_both_precisions_on_the_experiments_lists(tmp_path):
-    """scripts/smollm2_precision.sh: one folder per (precision, RL seed), each with the experiment's start and
+    """lab/scripts/smollm2_precision.sh: one folder per (precision, RL seed), each with the experiment's start and
     seed; the python it calls is replaced by a stand-in that records its arguments."""
     import json
     import os
@@ -341,7 +341,7 @@ def test_precision_script_runs_each_rl_seed_in_both_precisions_on_the_experiment
 
 
 def test_longer_table_leaves_out_the_open_rows_when_a_point_was_measured_on_lists_only():
-    from gapo_lite.lab.smollm2_report import format_longer_table
+    from lab.smollm2_report import format_longer_table
 
     lists = {"heldout_valid_rate": 0.9, "heldout_jsd": 0.3, "heldout_position_tv": 0.2, "dominant_share": 0.6, "trained_pressure": -0.1, "pressure": 0.1}
     text = format_longer_table([(0, None, {**lists, "open": {"completions": []}}), (40, None, {**lists, "heldout_jsd": 0.25})])
@@ -352,7 +352,7 @@ def test_report_refuses_folders_that_do_not_fit_the_mode_in_one_line(tmp_path, c
     """smollm2_report: a missing folder, or --precision folders that do not pair, is one line and exit 2, no record written."""
     import json
 
-    from gapo_lite.lab.smollm2_report import main
+    from lab.smollm2_report import main
 
     folder = tmp_path / "run"
     (folder / "stages").mkdir(parents=True)
@@ -381,7 +381,7 @@ def _quantized_folder(tmp_path, load_in_4bit, jsd, step_times, start_jsd=0.3, **
 
 
 def test_quantization_report_sets_the_nf4_run_beside_the_32bit_one_and_refuses_other_pairs(tmp_path):
-    from gapo_lite.lab.smollm2_report import format_quantization_table, quantization_columns, step_seconds
+    from lab.smollm2_report import format_quantization_table, quantization_columns, step_seconds
 
     full, full_dir = _quantized_folder(tmp_path, False, 0.25, [4.0, 6.0])
     nf4, nf4_dir = _quantized_folder(tmp_path, True, 0.27, [9.0, 11.0])
@@ -409,7 +409,7 @@ def _seed_folder(root, name, seed, runs, open_share=0.0, open_vocabulary="word_l
     import json
 
     from gapo_lite.eval import open_ended
-    from gapo_lite.lab.smollm2 import open_record
+    from lab.smollm2 import open_record
 
     def measured(jsd, animals):
         replies = [animals if p == "animal" else ["Paris"] for p in open_ended.PROMPTS]
@@ -433,7 +433,7 @@ def test_report_adds_runs_of_other_folders_and_counts_every_column_by_one_rule(t
     its steps; --open-validator wordnet scores every column's recorded open replies again ("Snake" is an animal)."""
     import json
 
-    from gapo_lite.lab.smollm2_report import format_result_markdown, main, models, run_label, summary_models
+    from lab.smollm2_report import format_result_markdown, main, models, run_label, summary_models
 
     for seed in (0, 1):
         _seed_folder(tmp_path, f"base_s{seed}", seed, ["gapo_lists"])
@@ -465,7 +465,7 @@ def test_report_adds_runs_of_other_folders_and_counts_every_column_by_one_rule(t
 def test_an_added_run_names_the_settings_that_differ_and_every_run_its_margin(tmp_path):
     """A probe folder added to its start's folder says what it changed (NAMED_SETTINGS), so the write-up's rows read
     on their own; a run of the first folder names only its invalid margin."""
-    from gapo_lite.lab.smollm2_report import add_runs, load_results, models, run_label
+    from lab.smollm2_report import add_runs, load_results, models, run_label
 
     base = load_results(_seed_folder(tmp_path, "base", 0, ["gapo_lists"], learning_rate=3e-4, num_generations=32, invalid_margin=0.1))
     add_runs(base, load_results(_seed_folder(tmp_path, "fast", 0, ["gapo_lists"], learning_rate=1e-3, num_generations=32)), tmp_path / "fast")
@@ -486,7 +486,7 @@ def test_an_added_run_names_the_settings_that_differ_and_every_run_its_margin(tm
 
 def test_a_run_on_the_lenient_reward_says_so_in_its_own_folder_too(tmp_path):
     """A folder reported on its own (not added to another) still names the lenient reward it trained on."""
-    from gapo_lite.lab.smollm2_report import format_result_markdown, load_results
+    from lab.smollm2_report import format_result_markdown, load_results
 
     lenient = load_results(_seed_folder(tmp_path, "lenient", 0, ["gapo_lists"], reward_clean_answers=False, clean_answers=True))
     clean = load_results(_seed_folder(tmp_path, "clean", 0, ["gapo_lists"], clean_answers=True))
@@ -495,11 +495,11 @@ def test_a_run_on_the_lenient_reward_says_so_in_its_own_folder_too(tmp_path):
 
 
 def test_a_continued_run_says_what_it_trained_with_before_and_what_changed(tmp_path):
-    """A stage of scripts/smollm2_longer.sh keeps the settings of the folder it resumed (stages/continued_from.json),
+    """A stage of lab/scripts/smollm2_longer.sh keeps the settings of the folder it resumed (stages/continued_from.json),
     so a run trained 150 steps with margin 0 and then 75 without one is not labelled as 225 steps without one."""
     import json
 
-    from gapo_lite.lab.smollm2_report import add_runs, load_results, models, run_label
+    from lab.smollm2_report import add_runs, load_results, models, run_label
 
     base = load_results(_seed_folder(tmp_path, "base", 0, ["gapo_lists"], learning_rate=3e-4))
     first = _seed_folder(tmp_path, "m0", 0, ["gapo_lists"], learning_rate=3e-4, invalid_margin=0.0)
@@ -517,7 +517,7 @@ def test_a_continued_run_says_what_it_trained_with_before_and_what_changed(tmp_p
 
 
 def test_the_longer_script_resumes_a_checkpoint_and_records_the_settings_it_was_trained_with(tmp_path):
-    """scripts/smollm2_longer.sh copies the resumed folder's checkpoint, its curves and its settings into the stage
+    """lab/scripts/smollm2_longer.sh copies the resumed folder's checkpoint, its curves and its settings into the stage
     (stages/continued_from.json), then runs the lab with that folder's recorded settings and SETS' overrides."""
     import json
     import os
@@ -536,7 +536,7 @@ def test_the_longer_script_resumes_a_checkpoint_and_records_the_settings_it_was_
     # A python that records the lab's command line and runs everything else (the script's JSON helpers).
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    (bin_dir / "python").write_text(f'#!/bin/bash\nif [ "$2" = gapo_lite.lab.smollm2 ]; then echo "$@" > {tmp_path}/lab_args; exit 0; fi\nexec {sys.executable} "$@"\n')
+    (bin_dir / "python").write_text(f'#!/bin/bash\nif [ "$2" = lab.smollm2 ]; then echo "$@" > {tmp_path}/lab_args; exit 0; fi\nexec {sys.executable} "$@"\n')
     (bin_dir / "python").chmod(0o755)
     script = Path(__file__).resolve().parents[1] / "scripts" / "smollm2_longer.sh"
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "FROM": "runs/m0_s0", "RUN": "gapo_lists", "PREFIX": "runs/m0v_s0",
@@ -557,8 +557,8 @@ def test_the_longer_script_resumes_a_checkpoint_and_records_the_settings_it_was_
 
 
 def test_the_lab_can_train_on_the_lenient_reward_and_measure_by_the_clean_rule(tmp_path):
-    from gapo_lite.lab.runner import RLRun
-    from gapo_lite.lab.smollm2 import SmolSettings, rl_config
+    from gapo_lite.demo.stages import RLRun
+    from lab.smollm2 import SmolSettings, rl_config
 
     run = RLRun("gapo_lists", "gapo_lists")
     assert rl_config(SmolSettings(), tmp_path, tmp_path / "r", run).clean_answers is True
@@ -571,7 +571,7 @@ def test_the_training_table_reads_first_and_last_steps_of_each_run(tmp_path):
     run, and says "not logged" for a metric an older run lacks."""
     import json
 
-    from gapo_lite.lab.smollm2_report import format_training_table, training_groups
+    from lab.smollm2_report import format_training_table, training_groups
 
     run = tmp_path / "arm_s0" / "gapo_lists"
     run.mkdir(parents=True)
@@ -591,7 +591,7 @@ def test_the_training_table_reads_first_and_last_steps_of_each_run(tmp_path):
 
 
 def test_training_category_script_refuses_a_folder_without_a_start_before_loading(tmp_path, capsys, load_script):
-    """scripts/smollm2_train_lists.py: a folder that is not an experiment folder with a start is one line, before any model loads."""
+    """lab/scripts/smollm2_train_lists.py: a folder that is not an experiment folder with a start is one line, before any model loads."""
     (tmp_path / "half" / "stages").mkdir(parents=True)
     with pytest.raises(SystemExit) as stop:
         load_script("smollm2_train_lists").main([str(tmp_path / "half")])
@@ -622,7 +622,7 @@ def _random_adapter(path, folder, seed):
 
 
 def test_averaged_updates_are_the_adapters_merged_deltas_scaled(tiny_model_path, tmp_path, load_script):
-    """scripts/smollm2_average.py: one adapter's delta at scale 1 is the adapted model; a delta and its negative
+    """lab/scripts/smollm2_average.py: one adapter's delta at scale 1 is the adapted model; a delta and its negative
     average to the start; scale 2 adds the delta twice."""
     import torch
 
@@ -664,7 +664,7 @@ def _record(seed, start, runs, clean=True):
 
 
 def test_frontier_reads_each_clean_rule_model_once_and_fits_the_gapo_runs(tmp_path, load_script):
-    """scripts/smollm2_frontier.py: a model recorded twice counts once, records of the lenient rule are left out,
+    """lab/scripts/smollm2_frontier.py: a model recorded twice counts once, records of the lenient rule are left out,
     the line is fitted to the GAPO runs only, and the target count and the best run with enough validity are right."""
     import doctest
 
@@ -692,7 +692,7 @@ def test_frontier_reads_each_clean_rule_model_once_and_fits_the_gapo_runs(tmp_pa
 def test_draws_gather_the_runs_that_differ_only_by_their_rl_seed(tmp_path):
     """The report's draws line: the first run and the added runs of the same setting under another RL seed (or
     torch threads), not a run that changed anything else, with their mean and standard deviation."""
-    from gapo_lite.lab.smollm2_report import add_runs, draws, format_draws, load_results
+    from lab.smollm2_report import add_runs, draws, format_draws, load_results
 
     base = load_results(_seed_folder(tmp_path, "a", 0, ["gapo_lists"], learning_rate=3e-4, rl_seed=None, threads=1))
     assert draws(base) is None and format_draws(base) is None
@@ -708,7 +708,7 @@ def test_draws_gather_the_runs_that_differ_only_by_their_rl_seed(tmp_path):
 
 def test_a_start_says_how_it_was_warmed_when_not_the_recorded_way():
     """Starts warmed as every start before warm-ups were varied read "start"; others name what differs."""
-    from gapo_lite.lab.smollm2_report import RECORDED_WARMUP, run_label
+    from lab.smollm2_report import RECORDED_WARMUP, run_label
 
     label = lambda **changed: run_label({"settings": {**RECORDED_WARMUP, **changed}}, "before")
     assert label() == "start" and label(warmup_steps=0, warmup_temperature=1.0) == "start"  # an unwarmed start has no warm-up to name
@@ -725,7 +725,7 @@ def test_rl_on_fixed_lists_trains_on_the_suites_prompts_or_on_fixed_training_lis
 
     from gapo_lite.data import categories, format_prompt
     from gapo_lite.eval.lists import DEFAULT_TEMPLATE, make_eval_lists
-    from gapo_lite.lab.smollm2 import SmolSettings, fixed_lists_dataset
+    from lab.smollm2 import SmolSettings, fixed_lists_dataset
 
     s = SmolSettings(seed=1, rl_lists="measured")
     rows = fixed_lists_dataset(s, 100)
@@ -750,7 +750,7 @@ def test_rl_on_fixed_lists_trains_on_the_suites_prompts_or_on_fixed_training_lis
 def test_a_run_on_the_measured_lists_says_so_and_counts_for_no_target_or_fit(tmp_path, load_script):
     """Trained on the prompts it is measured on, a run shows no transfer: its label says so, issue 34's targets
     and the frontier's fit leave it out, in its own folder and when added to another."""
-    from gapo_lite.lab.smollm2_report import add_runs, load_results, run_label, target_rows
+    from lab.smollm2_report import add_runs, load_results, run_label, target_rows
 
     lead = load_results(_seed_folder(tmp_path, "lead", 0, ["gapo_lists"]))
     measured = load_results(_seed_folder(tmp_path, "ml", 0, ["gapo_lists"], rl_lists="measured"))
@@ -775,7 +775,7 @@ def test_item_ranks_tell_a_traded_favourite_from_a_spread():
     loses the start's favourite by the start's; a run that answers uniformly is flat either way; lists with no
     valid answer are left out of the mean."""
     from gapo_lite.eval.lists import make_eval_lists
-    from gapo_lite.lab.smollm2_report import item_ranks, uniform_own_ranks
+    from lab.smollm2_report import item_ranks, uniform_own_ranks
 
     lists = make_eval_lists(2, seed=3)
     start, swapped, uniform = [], [], []

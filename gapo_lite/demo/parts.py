@@ -71,7 +71,7 @@ QUICK = {"hidden_size": 32, "num_heads": 4, "prompts_per_step": 2, "num_generati
 
 def build_list_model(path: Path, s: Any) -> Path:
     """The untrained tiny Qwen2 of a list miniature (sizes and embedding scale from ``s``, seeded with ``s.seed``), saved to ``path``."""
-    from gapo_lite.lab.tiny import build_tiny_model
+    from gapo_lite.demo.tiny import build_tiny_model
 
     return build_tiny_model(path, hidden_size=s.hidden_size, num_layers=s.num_layers, num_heads=s.num_heads, num_kv_heads=s.num_heads,
                             seed=s.seed, embedding_std=s.embedding_std)
@@ -81,7 +81,7 @@ def pretrain_list_model(model: Any, tokenizer: Any, s: Any, *, copy_steps: int, 
                         seed: int, progress: bool = True) -> list[float]:
     """``pretrain_collapsed`` with the :class:`Pretraining` part of ``s``: ``copy_steps`` of copying, then
     ``collapse_steps`` of collapse onto the first item at ``first_share`` (None: no collapse phase)."""
-    from gapo_lite.lab.pretrain import pretrain_collapsed
+    from gapo_lite.demo.pretrain import pretrain_collapsed
 
     if first_share is None and collapse_steps:
         raise ValueError("a collapse phase needs first_share")
@@ -93,9 +93,9 @@ def pretrain_list_model(model: Any, tokenizer: Any, s: Any, *, copy_steps: int, 
 
 def measure(model: Any, tokenizer: Any, s: Any) -> dict[str, Any]:
     """Lists-suite metrics on held-out and training categories at each evaluation temperature."""
+    from gapo_lite.demo.stages import LAB_PRECISION
     from gapo_lite.eval.lists import run_lists
     from gapo_lite.eval.settings import SampleSettings
-    from gapo_lite.lab.runner import LAB_PRECISION
 
     out: dict[str, Any] = {}
     for temperature in s.eval_temperatures:
@@ -120,9 +120,9 @@ def measure(model: Any, tokenizer: Any, s: Any) -> dict[str, Any]:
 
 
 def rl_config(s: Any, start: Path, out: Path, reward: str, invalid_reward: float = -1.0):
-    """The RL run's TrainConfig (:func:`~gapo_lite.lab.runner.tiny_rl_config`) with the :class:`RL` part of ``s``:
+    """The RL run's TrainConfig (:func:`~gapo_lite.demo.stages.tiny_rl_config`) with the :class:`RL` part of ``s``:
     list prompts of the training categories, ``reward`` ("gapo" or "validity")."""
-    from gapo_lite.lab.runner import tiny_rl_config
+    from gapo_lite.demo.stages import tiny_rl_config
 
     return tiny_rl_config(s, start, out, freeze_embeddings=s.rl_freeze_embeddings, reward=reward, invalid_reward=invalid_reward,
                           max_completion_length=s.completion_tokens, lr_scheduler_type=s.rl_schedule, save_steps=max(1, s.rl_steps // 2),

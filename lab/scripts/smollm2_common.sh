@@ -1,4 +1,4 @@
-# Sourced by scripts/smollm2_longer.sh and scripts/smollm2_precision.sh.
+# Sourced by lab/scripts/smollm2_longer.sh and lab/scripts/smollm2_precision.sh.
 # recorded_value SETTINGS_JSON KEY: one recorded setting's value.
 recorded_value() {
   python -c "import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"

@@ -2,8 +2,8 @@
 GRPO + validity baseline from the same start, measured before and after with the lists suite.
 
     path=$(bash scripts/get_smollm2.sh)
-    python -m gapo_lite.lab.smollm2 --out runs/smollm2_raw                               # its own start
-    python -m gapo_lite.lab.smollm2 --out runs/smollm2_warm --set warmup_steps=24         # warm-up first
+    python -m lab.smollm2 --out runs/smollm2_raw                               # its own start
+    python -m lab.smollm2 --out runs/smollm2_warm --set warmup_steps=24         # warm-up first
 
 SmolLM2 names one list item in only about a third of its replies, far below the validity GAPO needs (see
 "Before you train" in the README). The remedy a user would try is ``warmup_steps > 0``: sample the model
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from gapo_lite._bootstrap import REQUESTED_PRECISIONS
-from gapo_lite.lab.runner import Experiment, RLRun, module_main, run_staged, settings_from_args, table
+from gapo_lite.demo.stages import Experiment, RLRun, module_main, run_staged, settings_from_args, table
 
 REWARDS = {"gapo": "gapo", "gapo_lists": "gapo", "grpo_baseline": "validity", "gapo_naming": "gapo", "grpo_naming": "validity"}
 LABELS = {"before": "start", "before_nf4": "start, NF4", "gapo_lists": "GAPO, lists only", "gapo": "GAPO", "grpo_baseline": "GRPO + validity reward",
@@ -139,8 +139,8 @@ def own_valid_answers(model: Any, tokenizer: Any, s: SmolSettings) -> tuple[list
 
 def warm_up(model: Any, tokenizer: Any, s: SmolSettings) -> list[float]:
     """Fine-tune on the model's own valid answers (bare item, then end-of-turn); no-op when ``warmup_steps == 0``."""
+    from gapo_lite.demo.supervised import supervised_pretrain
     from gapo_lite.errors import UserError
-    from gapo_lite.lab.supervised import supervised_pretrain
 
     if s.warmup_steps == 0:
         return []
@@ -155,7 +155,7 @@ def warm_up(model: Any, tokenizer: Any, s: SmolSettings) -> list[float]:
 def lists_suite(model: Any, tokenizer: Any, s: SmolSettings, split: str = "heldout") -> dict[str, Any]:
     """The lists suite by the experiment's protocol (``eval_lists`` lists, ``eval_samples`` answers each at
     ``eval_temperature``, ``clean_answers``' rule), on held-out categories (the paper's) or, with ``split="train"``,
-    on the categories RL trains on (``scripts/smollm2_train_lists.py``)."""
+    on the categories RL trains on (``lab/scripts/smollm2_train_lists.py``)."""
     from gapo_lite.eval.lists import run_lists
     from gapo_lite.eval.settings import SampleSettings
 
@@ -404,7 +404,7 @@ def main(argv: list[str] | None = None) -> int:
         run(args.out, settings_from_args(SmolSettings, args), command=args.command)
         return 0
 
-    return module_main("python -m gapo_lite.lab.smollm2", "GAPO vs the validity baseline on SmolLM2-135M-Instruct (CPU)", "runs/smollm2", go, argv)
+    return module_main("python -m lab.smollm2", "GAPO vs the validity baseline on SmolLM2-135M-Instruct (CPU)", "runs/smollm2", go, argv)
 
 
 if __name__ == "__main__":

@@ -4,12 +4,12 @@
 # stage's step count and measures (lists and open suites). Rerunning skips finished stages; an interrupted one
 # resumes from its checkpoint.
 #
-#   bash scripts/smollm2_longer.sh SEED [STEPS ...]                        # default stages: 500 750 1000
-#   FROM=runs/smollm2_more_s1_750 SCHEDULE=linear bash scripts/smollm2_longer.sh 1 1000
+#   bash lab/scripts/smollm2_longer.sh SEED [STEPS ...]                        # default stages: 500 750 1000
+#   FROM=runs/smollm2_more_s1_750 SCHEDULE=linear bash lab/scripts/smollm2_longer.sh 1 1000
 #   THREADS=2 ...                                                            # torch threads (default 1: two seeds side by side)
-#   FROM=runs/smollm2_t07_s0 PREFIX=runs/smollm2_t07_more_s0 bash scripts/smollm2_longer.sh 0 450
-#   RUN=grpo_baseline FROM=runs/smollm2_p2_s0 PREFIX=runs/smollm2_p2_base_s0 bash scripts/smollm2_longer.sh 0 600
-#   SETS="--set beta=0.04" FROM=runs/smollm2_p2_s0 PREFIX=runs/smollm2_p2_kl_s0 bash scripts/smollm2_longer.sh 0 450
+#   FROM=runs/smollm2_t07_s0 PREFIX=runs/smollm2_t07_more_s0 bash lab/scripts/smollm2_longer.sh 0 450
+#   RUN=grpo_baseline FROM=runs/smollm2_p2_s0 PREFIX=runs/smollm2_p2_base_s0 bash lab/scripts/smollm2_longer.sh 0 600
+#   SETS="--set beta=0.04" FROM=runs/smollm2_p2_s0 PREFIX=runs/smollm2_p2_kl_s0 bash lab/scripts/smollm2_longer.sh 0 450
 #
 # The first folder is $FROM (default runs/smollm2_spread_s$SEED, 250 steps, docs/smollm2.md), whose recorded
 # settings every stage keeps (but rl_steps and the schedule; SETS adds --set overrides of its own to each stage);
@@ -17,7 +17,7 @@
 # (TrainConfig.lr_scheduler_type, e.g. linear: the resumed run decays from where that schedule stands at its step).
 set -euo pipefail
 source "$(dirname "$0")/smollm2_common.sh"
-seed=${1:?usage: bash scripts/smollm2_longer.sh SEED [STEPS ...]}
+seed=${1:?usage: bash lab/scripts/smollm2_longer.sh SEED [STEPS ...]}
 shift
 stages=("$@")
 [ ${#stages[@]} -gt 0 ] || stages=(500 750 1000)
@@ -47,7 +47,7 @@ for steps in "${stages[@]}"; do
       echo "checkpoint-$prev_steps" > "$out/$run/latest_checkpoint.txt"
     fi
     # shellcheck disable=SC2086
-    python -m gapo_lite.lab.smollm2 --out "$out" --set seed="$seed" --set threads="${THREADS:-1}" $sets --set rl_steps="$steps" \
+    python -m lab.smollm2 --out "$out" --set seed="$seed" --set threads="${THREADS:-1}" $sets --set rl_steps="$steps" \
       --set runs=$run ${schedule:+--set rl_schedule=$schedule} ${SETS:-}
   fi
   prev=$out

@@ -4,7 +4,7 @@ Reads the report's records (`docs/results/smollm2_*.json`, measured by the clean
 start and run (a model recorded in several files once), fits the GAPO runs' JSD as a line in their valid rate,
 and prints how many runs reached the target and what the line reads at the target's valid rate:
 
-    python scripts/smollm2_frontier.py docs/results/smollm2_clean.json docs/results/smollm2_probes*.json \
+    python lab/scripts/smollm2_frontier.py docs/results/smollm2_clean.json docs/results/smollm2_probes*.json \
         docs/results/smollm2_average_s*.json docs/results/smollm2_fixed_lists*.json --plot docs/results/smollm2_frontier.png
 
 Runs trained on the lists they are measured on (the lab's ``rl_lists="measured"``) show no transfer: they are
@@ -26,7 +26,7 @@ GAPO_KINDS = ("GAPO, lists only", "GAPO, lists + open")
 
 def points(records: list[Path]) -> list[dict[str, Any]]:
     """One dict per measured model (record, seed, kind, label, jsd, valid); a model in several records once."""
-    from gapo_lite.lab.smollm2_report import model_settings, models, on_measured_lists, run_label, run_of
+    from lab.smollm2_report import model_settings, models, on_measured_lists, run_label, run_of
 
     seen, out = set(), []
     for path in records:
@@ -66,7 +66,7 @@ def fit(pts: list[dict[str, Any]]) -> dict[str, float]:
 
 def summary(pts: list[dict[str, Any]]) -> str:
     """The lines the script prints (and docs/smollm2.md quotes)."""
-    from gapo_lite.lab.smollm2_report import HELDOUT_JSD_TARGET, HELDOUT_VALID_TARGET
+    from lab.smollm2_report import HELDOUT_JSD_TARGET, HELDOUT_VALID_TARGET
 
     gapo = [p for p in pts if p["kind"] in GAPO_KINDS]
     f = fit(gapo)
@@ -88,9 +88,9 @@ def summary(pts: list[dict[str, Any]]) -> str:
 
 def plot(pts: list[dict[str, Any]], path: Path) -> Path:
     """The points by kind and seed, the GAPO runs' line, the target's corner shaded."""
+    from gapo_lite.demo.plots import save
     from gapo_lite.eval.report import pyplot
-    from gapo_lite.lab.plots import save
-    from gapo_lite.lab.smollm2_report import HELDOUT_JSD_TARGET, HELDOUT_VALID_TARGET
+    from lab.smollm2_report import HELDOUT_JSD_TARGET, HELDOUT_VALID_TARGET
 
     fig, ax = pyplot().subplots(figsize=(7, 4.5))
     ax.fill_between([HELDOUT_VALID_TARGET, 1.0], 0, HELDOUT_JSD_TARGET, color="tab:green", alpha=0.15, label="issue 34's target")

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gapo_lite.overrides import apply_overrides
+
 # The lab's recorded figures were computed in fp32; its runs keep it whatever the CPU's "auto" would choose.
 LAB_PRECISION = "fp32"
 
@@ -178,9 +180,11 @@ def _run_stages(e: Experiment, out: Path, command: str | None) -> dict[str, Any]
                 if extras is None:  # built once, for the whole run: a run resumed to a later mark reads the same data
                     extras = {k: f() for k, f in (("scorer", run.make_scorer), ("train_dataset", run.make_dataset)) if f is not None}
                 config = dataclasses.replace(e.rl_config(start, out / run.name, run), resume=True)  # from its last complete checkpoint, if any
-                if steps != config.max_steps and steps % config.save_steps:
-                    raise ValueError(f"measure_every={every} is not a multiple of the checkpoint interval ({config.save_steps} steps)")
-                result = train(dataclasses.replace(config, max_steps=steps), **extras)
+                if steps != s.rl_steps:  # a mark before the run's end: train up to it; the next mark resumes from its checkpoint
+                    if steps % config.save_steps:
+                        raise ValueError(f"measure_every={every} is not a multiple of the checkpoint interval ({config.save_steps} steps)")
+                    config = dataclasses.replace(config, max_steps=steps)
+                result = train(config, **extras)
                 seconds = time.perf_counter() - t
                 trained, trained_tok = load_trained(result.adapter_dir, start, load_in_4bit=getattr(config, "load_in_4bit", None) is True)
                 done = {"measured": e.measure(trained, trained_tok), "seconds": seconds, "wall": time.perf_counter() - t, "steps": steps, **store.how}
@@ -256,8 +260,6 @@ def add_common_arguments(parser: argparse.ArgumentParser, default_out: str) -> N
 
 def settings_from_args(settings_class: Any, args: argparse.Namespace, what: str = "setting") -> Any:
     """The settings an experiment runs with: ``quick()`` or the defaults, then the ``--set`` overrides."""
-    from gapo_lite.overrides import apply_overrides
-
     return apply_overrides(settings_class.quick() if args.quick else settings_class(), args.overrides, what=what)
 
 

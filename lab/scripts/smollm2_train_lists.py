@@ -4,9 +4,9 @@ The lab's held-out lists measure transfer to categories RL never saw; this measu
 same protocol (each folder's recorded settings: 10 lists of 8 items, 100 samples at T = 0.7, the clean rule), on lists drawn
 from the training categories, to tell a run that spreads nothing from one that spreads only what it trained on.
 
-    python scripts/smollm2_train_lists.py runs/lenient_s0 runs/g64_s0 runs/p1_s0 --threads 1 --out docs/results/x.json
+    python lab/scripts/smollm2_train_lists.py runs/lenient_s0 runs/g64_s0 runs/p1_s0 --threads 1 --out docs/results/x.json
 
-Each folder is an experiment folder of `python -m gapo_lite.lab.smollm2`; the first one's start (pretrained/)
+Each folder is an experiment folder of `python -m lab.smollm2`; the first one's start (pretrained/)
 is measured once, then every finished RL run of every folder (the adapter on that folder's start).
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 
 def measure(model, tokenizer, folder: Path) -> dict:
     """JSD and valid rate on training-category lists, by the protocol ``folder``'s experiment measured with."""
-    from gapo_lite.lab.smollm2 import lists_suite, recorded_settings
+    from lab.smollm2 import lists_suite, recorded_settings
 
     r = lists_suite(model, tokenizer, recorded_settings(folder), split="train")
     return {"train_jsd": r["mean_jsd"], "train_valid_rate": r["mean_valid_rate"]}
@@ -41,9 +41,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"not an experiment folder with a start (pretrained/ and stages/settings.json): {', '.join(missing)}")
     import torch
 
-    from gapo_lite.lab.runner import load_trained
-    from gapo_lite.lab.smollm2 import REWARDS
+    from gapo_lite.demo.stages import load_trained
     from gapo_lite.models import load_model
+    from lab.smollm2 import REWARDS
 
     torch.set_num_threads(args.threads)
     model, tokenizer = load_model(args.folders[0] / "pretrained", lora=None)

@@ -1,18 +1,18 @@
 """The SmolLM2 spreading experiment's write-up from its recorded results: per seed the held-out table, the
 open-ended suite under each validator (re-scored from the recorded replies), the top answers, and plots.
 
-    python -m gapo_lite.lab.smollm2_report runs/smollm2_spread_s0/results.json runs/smollm2_spread_s1/results.json \\
+    python -m lab.smollm2_report runs/smollm2_spread_s0/results.json runs/smollm2_spread_s1/results.json \\
         --plots docs/results --record docs/results/smollm2_spread.json
 
 ``--record`` writes the results without the raw replies' bulk (the open-ended replies are kept: they are
 what the re-scoring reads) so the docs page's tables can be checked against it.
 
 With ``--longer`` the folders are GAPO runs continued from one another's checkpoints
-(``scripts/smollm2_longer.sh``): one table per seed, a column per number of steps, and a plot of the held-out
+(``lab/scripts/smollm2_longer.sh``): one table per seed, a column per number of steps, and a plot of the held-out
 figures over the steps.
 
 With ``--precision`` the folders are one start's short GAPO runs in fp32 and bf16 with several RL seeds
-(``scripts/smollm2_precision.sh``): one row per RL seed, the two precisions and their difference, against the
+(``lab/scripts/smollm2_precision.sh``): one row per RL seed, the two precisions and their difference, against the
 spread of each precision's runs over the RL seeds.
 """
 from __future__ import annotations
@@ -25,10 +25,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gapo_lite.demo.plots import save
+from gapo_lite.demo.stages import table
 from gapo_lite.eval.open_ended import VALIDATORS
-from gapo_lite.lab.plots import save
-from gapo_lite.lab.runner import table
-from gapo_lite.lab.smollm2 import LABELS, REWARDS, format_table
+from lab.smollm2 import LABELS, REWARDS, format_table
 
 VALIDATOR_LABELS = {"word_lists": "kit's word lists", "open": "open vocabularies", "short": "short-answer rule"}
 WORDNET_LABEL = "open vocabularies and WordNet"  # the rule of records rescored with --open-validator wordnet, shown beside the three
@@ -42,7 +42,7 @@ def load_results(path: Path) -> dict[str, Any]:
     if path.is_file():
         return regrade_guard({**json.loads(path.read_text()), "complete": True})
     stages = path / "stages"
-    continued = stages / "continued_from.json"  # the settings of the folder whose checkpoint scripts/smollm2_longer.sh resumed
+    continued = stages / "continued_from.json"  # the settings of the folder whose checkpoint lab/scripts/smollm2_longer.sh resumed
     more = {"continued_from": json.loads(continued.read_text())} if continued.is_file() else {}
     if (path / "results.json").is_file():
         return {**load_results(path / "results.json"), **more}
@@ -103,7 +103,7 @@ def steps_label(results: dict[str, Any], name: str, reference: dict[str, Any] | 
     vocabulary = ", WordNet" if name == "gapo" and s.get("open_share") and s.get("open_vocabulary", "word_lists") != "word_lists" else ""
     previous = results.get("continued_from")
     changed = _named_settings(s, previous) if previous is not None else []
-    if changed:  # a stage of scripts/smollm2_longer.sh that changed a setting
+    if changed:  # a stage of lab/scripts/smollm2_longer.sh that changed a setting
         return f"{steps_label({**results, 'settings': previous, 'continued_from': None}, name, reference)}, then {', '.join(changed)} to {s['rl_steps']}"
     named = _named_settings(s, reference)
     return ", ".join([f"{run_label(results, name)}{vocabulary}", *named, f"{s['rl_steps']} steps"])
@@ -123,7 +123,7 @@ def _named_settings(settings: dict[str, Any], reference: dict[str, Any] | None) 
 
 def add_runs(results: dict[str, Any], other: dict[str, Any], path: Path) -> dict[str, Any]:
     """``results`` with the finished RL runs of ``other`` (another folder from the same start: a run continued
-    by scripts/smollm2_longer.sh, or an arm trained with other settings) as further models; every run's label
+    by lab/scripts/smollm2_longer.sh, or an arm trained with other settings) as further models; every run's label
     then names its steps (and what else differs), since they differ."""
     same = lambda r: (r["settings"]["seed"], r["before"]["heldout_jsd"])
     if same(other) != same(results):
@@ -141,7 +141,7 @@ def add_runs(results: dict[str, Any], other: dict[str, Any], path: Path) -> dict
 def rescore_open(results: dict[str, Any], validator: str) -> dict[str, Any]:
     """``results`` with each model's open suite scored again by ``validator`` from its recorded replies (records of
     the clean-answer rule, which kept the end flags), so that every column is counted by one rule."""
-    from gapo_lite.lab.smollm2 import open_record
+    from lab.smollm2 import open_record
 
     for name in models(results):
         recorded = results[name].get("open")
@@ -331,7 +331,7 @@ def format_longer_table(points: list[Point]) -> str:
     for v in validators if scored else ():
         rows.append((f"open: Unique@N valid, {VALIDATOR_LABELS[v]}", [x[v]["mean_unique_valid"] for x in scored]))
         rows.append((f"open: valid rate, {VALIDATOR_LABELS[v]}", [x[v]["mean_valid_rate"] for x in scored]))
-    from gapo_lite.lab.smollm2 import _value
+    from lab.smollm2 import _value
 
     for key, label in FORM_ROWS:  # measured since the clean-answer rule
         values = [_value(m, key) for _, _, m in points]
@@ -506,7 +506,7 @@ def damage_lines(results: dict[str, Any]) -> list[str]:
     """Each RL run's reply form and guard accuracy against the start (:mod:`gapo_lite.eval.damage`): the
     warnings, or one line saying nothing got worse beyond the noise; nothing for records without them."""
     from gapo_lite.eval.damage import damage, warning_lines
-    from gapo_lite.lab.smollm2 import suites_of
+    from lab.smollm2 import suites_of
 
     lines = []
     for name in models(results)[1:]:
@@ -534,7 +534,7 @@ def summary_models(results: dict[str, Any]) -> list[str]:
 def format_result_markdown(all_results: list[dict[str, Any]], summary: bool = False) -> str:
     """The write-up's lead table: per seed and model the headline figures (a markdown table); with ``summary``
     only :func:`summary_models`."""
-    from gapo_lite.lab.smollm2 import _value
+    from lab.smollm2 import _value
 
     header = "| seed | model | " + " | ".join(label for _, label in RESULT_ROWS) + " |"
     lines = [header, "|" + "---|" * (len(RESULT_ROWS) + 2)]
@@ -603,7 +603,7 @@ def run_of(name: str) -> str:
 
 def target_rows(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
     """(target, what this seed's runs read, met?) for each of issue 34's targets that its runs measured."""
-    from gapo_lite.lab.smollm2 import _value
+    from lab.smollm2 import _value
 
     start, rows = results["before"], []
     trained = [n for n in models(results) if run_of(n) in ("gapo_lists", "gapo") and not on_measured_lists(model_settings(results, n))]
@@ -650,7 +650,7 @@ PRECISIONS = ("fp32", "bf16")
 
 
 def precision_pairs(all_results: list[dict[str, Any]]) -> dict[int, dict[str, dict[str, Any]]]:
-    """RL seed -> precision -> the GAPO run's measurement, from the folders of ``scripts/smollm2_precision.sh``:
+    """RL seed -> precision -> the GAPO run's measurement, from the folders of ``lab/scripts/smollm2_precision.sh``:
     one start, one seed's held-out lists, each RL seed run once in each precision."""
     pairs: dict[int, dict[str, dict[str, Any]]] = {}
     first = all_results[0]
@@ -734,7 +734,7 @@ def quantization_columns(all_results: list[dict[str, Any]], run: str = "gapo_lis
 
 
 def format_quantization_table(columns: list[tuple[str, dict[str, Any], float | None]], seed: int) -> str:
-    from gapo_lite.lab.smollm2 import _value
+    from lab.smollm2 import _value
 
     def cells(values: list[Any]) -> list[float]:  # nan where a column has no such figure
         return [math.nan if v is None else v for v in values]
@@ -807,15 +807,15 @@ def report_seeds(paths: list[Path], all_results: list[dict[str, Any]], plots: Pa
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gapo_lite.lab.smollm2_report", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m lab.smollm2_report", description=__doc__.splitlines()[0])
     parser.add_argument("results", nargs="+", type=Path, help="each seed's results.json, or its experiment folder (the stages finished so far)")
     parser.add_argument("--plots", type=Path, help="folder for NAME_positions.png and NAME_curves.png (NAME_longer.png with --longer)")
     parser.add_argument("--name", default="smollm2", help="the plots' file-name prefix (default smollm2)")
     parser.add_argument("--record", type=Path, help="write the slimmed results here (a JSON list)")
-    parser.add_argument("--longer", action="store_true", help="the folders continue one another's GAPO runs (scripts/smollm2_longer.sh)")
+    parser.add_argument("--longer", action="store_true", help="the folders continue one another's GAPO runs (lab/scripts/smollm2_longer.sh)")
     parser.add_argument("--run", default="gapo", choices=("gapo", "gapo_lists", "grpo_baseline"), help="with --longer: which run was continued (default gapo)")
     parser.add_argument("--quantization", action="store_true", help="two folders of one start, one with --set load_in_4bit=true: 32-bit against NF4")
-    parser.add_argument("--precision", action="store_true", help="the folders are one start's fp32 / bf16 runs with several RL seeds (scripts/smollm2_precision.sh)")
+    parser.add_argument("--precision", action="store_true", help="the folders are one start's fp32 / bf16 runs with several RL seeds (lab/scripts/smollm2_precision.sh)")
     parser.add_argument("--add", action="append", type=Path, default=[], metavar="FOLDER",
                         help="runs of another folder from one of the seeds' starts (a continued run, an arm with other settings), as further columns of that seed")
     parser.add_argument("--open-validator", choices=VALIDATORS, help="count every model's open suite by this rule, from its recorded replies (default: each as measured)")

@@ -5,9 +5,9 @@ two such runs as the start's does to either. If GAPO's update has a common direc
 the mean of several runs' updates keeps it and shrinks the rest (a "model soup", as WARP averages RL policies),
 and a scale above 1 extrapolates along it (as ExPO does from a supervised model). Each model here is the start's
 weights plus SCALE x the mean of the runs' merged LoRA deltas (B A x alpha / r), measured like a stage of
-`python -m gapo_lite.lab.smollm2` (held-out lists, open suite, guard) with the first run's recorded settings:
+`python -m lab.smollm2` (held-out lists, open suite, guard) with the first run's recorded settings:
 
-    python scripts/smollm2_average.py runs/lenient_s0 --runs runs/rl0_s0 runs/rl1_s0 --scale 1 --scale 2 \
+    python lab/scripts/smollm2_average.py runs/lenient_s0 --runs runs/rl0_s0 runs/rl1_s0 --scale 1 --scale 2 \
         --single runs/rl1_s0 --threads 1 --record docs/results/smollm2_average_s0.json
 
 Each RUN is an experiment folder whose `gapo_lists` run (or --run) trained from START's start. The table is the
@@ -74,9 +74,9 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from gapo_lite.lab.smollm2 import measure, recorded_settings
-    from gapo_lite.lab.smollm2_report import damage_lines, format_result_markdown, load_results, slim, slim_measured
     from gapo_lite.models import load_model
+    from lab.smollm2 import measure, recorded_settings
+    from lab.smollm2_report import damage_lines, format_result_markdown, load_results, slim, slim_measured
 
     torch.set_num_threads(args.threads)
     s = recorded_settings(sorted(folders)[0])

@@ -10,7 +10,7 @@
 4. measure Unique@N (N samples per prompt), valid rate and the favourite's share on training and
    held-out categories at T = 0.7 and 1.0.
 
-    python -m gapo_lite.lab.open_ended --out runs/exp_open
+    python -m lab.open_ended --out runs/exp_open
 """
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gapo_lite.lab.runner import LAB_PRECISION, Experiment, RLRun, experiment_main, run_staged, table, tiny_rl_config
-from gapo_lite.lab.supervised import SupervisedMiniature
+from gapo_lite.demo.stages import LAB_PRECISION, Experiment, RLRun, experiment_main, run_staged, table, tiny_rl_config
+from gapo_lite.demo.supervised import SupervisedMiniature
 
 LABELS = {"before": "before (collapsed)", "gapo": "GAPO", "baseline": "GRPO + validity"}
 
@@ -41,7 +41,7 @@ def favourite(category: str) -> str:
 
 
 def pretrain_draw(share: float):
-    """``draw(rng)`` for :func:`~gapo_lite.lab.supervised.supervised_pretrain`: a prompt of any category and its
+    """``draw(rng)`` for :func:`~gapo_lite.demo.supervised.supervised_pretrain`: a prompt of any category and its
     favourite item with probability ``share``, else another item of the category, uniformly."""
     from gapo_lite.data.open_ended import open_prompt, vocabularies
 
@@ -91,10 +91,10 @@ def measure(model: Any, tokenizer: Any, s: OpenSettings) -> dict[str, Any]:
 
 
 def experiment(s: OpenSettings) -> Experiment:
-    """The stages of this experiment for :func:`~gapo_lite.lab.runner.run_staged`."""
+    """The stages of this experiment for :func:`~gapo_lite.demo.stages.run_staged`."""
     from gapo_lite.data.open_ended import build_open_ended_dataset, prompt_words
-    from gapo_lite.lab.supervised import supervised_pretrain
-    from gapo_lite.lab.tiny import build_tiny_model
+    from gapo_lite.demo.supervised import supervised_pretrain
+    from gapo_lite.demo.tiny import build_tiny_model
     from gapo_lite.rewards import ValidityReward, open_ended_scorer
 
     def data():
@@ -139,7 +139,7 @@ def format_table(results: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return experiment_main("python -m gapo_lite.lab.open_ended", __doc__.split("\n")[0], "runs/exp_open", OpenSettings, run_experiment, argv)
+    return experiment_main("python -m lab.open_ended", __doc__.split("\n")[0], "runs/exp_open", OpenSettings, run_experiment, argv)
 
 
 if __name__ == "__main__":

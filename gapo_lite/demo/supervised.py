@@ -2,7 +2,7 @@
 batches, each batch's loss given by a callback; returns the loss per step.
 
 :func:`supervised_pretrain` (teacher-forced completions of drawn chat prompts) and the demo's
-``gapo_lite.lab.pretrain.pretrain_collapsed`` (soft targets over a list's items) both run on it.
+``gapo_lite.demo.pretrain.pretrain_collapsed`` (soft targets over a list's items) both run on it.
 """
 from __future__ import annotations
 

@@ -7,7 +7,16 @@ import random
 
 import pytest
 
-from gapo_lite.data.arithmetic import (
+from gapo_lite.data.gsm8k import gsm8k_rows
+from gapo_lite.data.open_ended import (
+    EVAL_SUITE_OVERLAP,
+    build_open_ended_dataset,
+    open_prompt,
+    prompt_words,
+    vocabularies,
+)
+from gapo_lite.rewards import AccuracyDiversityScorer, CategoryScorer, Group, OpenEndedFrequencyScorer, SemanticScorer, open_ended_scorer
+from lab.arithmetic import (
     FORMATS,
     arithmetic_words,
     build_arithmetic_dataset,
@@ -18,15 +27,6 @@ from gapo_lite.data.arithmetic import (
     solution,
     strict_answer,
 )
-from gapo_lite.data.gsm8k import gsm8k_rows
-from gapo_lite.data.open_ended import (
-    EVAL_SUITE_OVERLAP,
-    build_open_ended_dataset,
-    open_prompt,
-    prompt_words,
-    vocabularies,
-)
-from gapo_lite.rewards import AccuracyDiversityScorer, CategoryScorer, Group, OpenEndedFrequencyScorer, SemanticScorer, open_ended_scorer
 
 # ---------------------------------------------------------------- open-ended data
 
@@ -204,8 +204,8 @@ def test_recipe_gsm8k_accuracy_diversity(monkeypatch):
 
 
 def test_apply_overrides():
-    from gapo_lite.lab import apply_overrides
-    from gapo_lite.lab.accuracy import AccuracySettings
+    from gapo_lite.overrides import apply_overrides
+    from lab.accuracy import AccuracySettings
 
     s = apply_overrides(AccuracySettings(), ["rl_steps=7", "baseline=false", "format_shares=0.5,0.25,0.25", "rl_lr=1e-3"])
     assert (s.rl_steps, s.baseline, s.format_shares, s.rl_lr) == (7, False, (0.5, 0.25, 0.25), 1e-3)
@@ -216,7 +216,7 @@ def test_apply_overrides():
 
 
 def test_score_samples_hand_computed():
-    from gapo_lite.lab.accuracy import score_samples
+    from lab.accuracy import score_samples
 
     out = score_samples([(7, ["7", "7", "3 + 4 = 7", "3 + 4 = 8"]), (5, ["5", "5", "6", "1 + 4 = 5 5"])])
     assert out["accuracy"] == pytest.approx(5 / 8)
@@ -231,8 +231,8 @@ def test_score_samples_hand_computed():
 
 
 def test_pretrain_draws_follow_the_shares():
-    from gapo_lite.lab.accuracy import AccuracySettings, pretrain_draw
-    from gapo_lite.lab.open_ended import pretrain_draw as open_draw
+    from lab.accuracy import AccuracySettings, pretrain_draw
+    from lab.open_ended import pretrain_draw as open_draw
 
     rng = random.Random(0)
     draw = open_draw(0.8)
@@ -275,12 +275,12 @@ def _simple_open_answer(text: str, vocabulary: list[str]) -> str | None:
 def test_open_ended_experiment_recomputed(tmp_path):
     """The quick run's table, recomputed per category from fresh samples of the saved models with a simpler
     answer reader (pretraining lengthened so that some answers are valid)."""
-    from gapo_lite.lab.open_ended import main
+    from lab.open_ended import main
 
     argv = ["--quick", "--set", "pretrain_steps=120", "--set", "pretrain_lr=1e-2", "--out", str(tmp_path)]
     assert main(argv) == 0
     results = json.loads((tmp_path / "results.json").read_text())
-    assert results["command"] == "python -m gapo_lite.lab.open_ended " + " ".join(argv)
+    assert results["command"] == "python -m lab.open_ended " + " ".join(argv)
     s = results["settings"]
     assert set(results) >= {"before", "gapo", "wall_seconds", "settings"} and "baseline" not in results
     valid_seen = 0
@@ -323,8 +323,8 @@ def _simple_correct(text: str, a: int, op: str, b: int) -> str | None:
 def test_accuracy_experiment_recomputed(tmp_path):
     """Accuracy, formats per problem and format shares of the quick run, recomputed from fresh samples of the
     saved models with a string-comparison checker."""
-    from gapo_lite.data.arithmetic import question
-    from gapo_lite.lab.accuracy import AccuracySettings, eval_pool, main
+    from lab.accuracy import AccuracySettings, eval_pool, main
+    from lab.arithmetic import question
 
     argv = ["--quick", "--set", "pretrain_steps=200", "--set", "pretrain_lr=1e-2", "--out", str(tmp_path)]
     assert main(argv) == 0
