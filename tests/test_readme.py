@@ -109,7 +109,7 @@ def test_make_bench_runs_every_benchmark_the_docs_list():
 
 def test_make_test_lints_before_pytest():
     recipe = make_target("lint")
-    assert "ruff check gapo_lite tests recipes benchmarks scripts" in recipe
+    assert "ruff check gapo_lite lab tests recipes benchmarks scripts" in recipe
     assert re.search(r"^test: .*\blint\b", (ROOT / "Makefile").read_text(encoding="utf-8"), flags=re.MULTILINE)
 
 

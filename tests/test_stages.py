@@ -106,3 +106,33 @@ def test_the_thread_count_may_change_between_sessions_and_each_stage_records_its
     failing["b"] = False
     results = runner.run_staged(make_experiment([], settings=Settings(threads=2)), tmp_path)
     assert results["stage_ran_with"] == {"start": {"threads": 1}, "a": {"threads": 1}, "b": {"threads": 2}}
+
+
+@dataclass(frozen=True)
+class MarkedSettings(Settings):
+    rl_steps: int = 6
+    measure_every: int = 2
+
+
+@dataclass(frozen=True)
+class StepConfig(Config):
+    max_steps: int = 6
+    save_steps: int = 2
+
+
+def test_measure_every_trains_each_run_up_to_each_mark_resuming_and_measures_it(tmp_path, fakes, monkeypatch):
+    import gapo_lite.training
+
+    trained: list[tuple[str, int, bool]] = []
+    monkeypatch.setattr(gapo_lite.training, "train", lambda config: trained.append((config.run, config.max_steps, config.resume)) or
+                        type("R", (), {"adapter_dir": config.out})())
+    experiment = make_experiment([], settings=MarkedSettings())
+    experiment.rl_config = lambda start, out, run: StepConfig(run.name, out)
+    results = runner.run_staged(experiment, tmp_path)
+    assert trained == [("a", 2, True), ("a", 4, True), ("a", 6, True), ("b", 2, True), ("b", 4, True), ("b", 6, True)]
+    assert {"a@2", "a@4", "a", "b@2", "b@4", "b"} <= set(results) and not (tmp_path / "stages" / "a@6.json").exists()
+    assert json.loads((tmp_path / "stages" / "a@4.json").read_text())["steps"] == 4
+
+    experiment.rl_config = lambda start, out, run: StepConfig(run.name, out, save_steps=3)  # a mark between two checkpoints could not resume
+    with pytest.raises(ValueError, match="not a multiple of the checkpoint interval"):
+        runner.run_staged(experiment, tmp_path / "other")

@@ -12,6 +12,11 @@ plotted as "other" and left out of the fit.
 
 Records made before the clean rule (no held-out end-of-turn rate) are left out: they counted a reply by its
 first item, so their valid rates are not comparable.
+
+``--points FILE`` writes the points themselves (a few KB); the script reads such a file back as its one record,
+so the summary and the plot stay reproducible after the full records have gone to git history:
+
+    python lab/scripts/smollm2_frontier.py docs/results/smollm2_frontier.json --plot docs/results/smollm2_frontier.png
 """
 from __future__ import annotations
 
@@ -30,7 +35,12 @@ def points(records: list[Path]) -> list[dict[str, Any]]:
 
     seen, out = set(), []
     for path in records:
-        for results in json.loads(Path(path).read_text()):
+        recorded = json.loads(Path(path).read_text())
+        if isinstance(recorded, dict) and "points" in recorded:  # written by --points
+            out += [p for p in recorded["points"] if (p["seed"], p["label"], round(p["jsd"], 6), round(p["valid"], 6)) not in seen]
+            seen.update((p["seed"], p["label"], round(p["jsd"], 6), round(p["valid"], 6)) for p in recorded["points"])
+            continue
+        for results in recorded:
             if "heldout_end_rate" not in results["before"]:
                 continue  # measured by the lenient rule
             for name in models(results):
@@ -119,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("records", nargs="+", type=Path)
     parser.add_argument("--plot", type=Path, help="draw the points here (PNG)")
+    parser.add_argument("--points", type=Path, help="write the points here (JSON), with the command that read them")
     args = parser.parse_args(argv)
     missing = [str(p) for p in args.records if not p.is_file()]
     if missing:
@@ -128,6 +139,10 @@ def main(argv: list[str] | None = None) -> int:
         print(summary(pts))
     except ValueError as err:
         parser.error(str(err))
+    if args.points:
+        command = " ".join(["python -m lab.scripts.smollm2_frontier", *(argv if argv is not None else __import__("sys").argv[1:])])
+        args.points.write_text(json.dumps({"command": command, "points": pts}, indent=1) + "\n")
+        print("wrote", args.points)
     if args.plot:
         print("wrote", plot(pts, args.plot))
     return 0

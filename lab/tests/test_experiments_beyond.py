@@ -1,4 +1,4 @@
-"""Beyond the paper: open-ended and arithmetic data, the three recipes, and the miniature experiments (quick mode)."""
+"""The lab's miniatures beyond the paper: arithmetic data and format clusters, and the open-ended and accuracy experiments (quick mode)."""
 from __future__ import annotations
 
 import json
@@ -7,15 +7,11 @@ import random
 
 import pytest
 
-from gapo_lite.data.gsm8k import gsm8k_rows
 from gapo_lite.data.open_ended import (
-    EVAL_SUITE_OVERLAP,
-    build_open_ended_dataset,
     open_prompt,
-    prompt_words,
     vocabularies,
 )
-from gapo_lite.rewards import AccuracyDiversityScorer, CategoryScorer, Group, OpenEndedFrequencyScorer, SemanticScorer, open_ended_scorer
+from gapo_lite.rewards import AccuracyDiversityScorer, Group
 from lab.arithmetic import (
     FORMATS,
     arithmetic_words,
@@ -28,54 +24,37 @@ from lab.arithmetic import (
     strict_answer,
 )
 
-# ---------------------------------------------------------------- open-ended data
+
+def _resample(folder, prompts, *, n, temperature, max_new_tokens, seed):
+    """Samples from a saved model with the sampler settings the experiments' ``measure`` uses."""
+    from gapo_lite.models import load_model
+    from gapo_lite.sampling import sample_completions
+
+    model, tok = load_model(folder, lora=None)
+    return sample_completions(model, tok, prompts, n=n, temperature=temperature, max_new_tokens=max_new_tokens,
+                              batch_size=1024, seed=seed, progress=False)
 
 
-def test_open_prompt_articles_and_nouns():
-    assert open_prompt("animals") == "Name an animal."
-    assert open_prompt("fruits") == "Name a fruit."
-    assert open_prompt("furniture", suffix=" Answer with the name only.") == "Name a piece of furniture. Answer with the name only."
-    assert open_prompt("instruments") == "Name a musical instrument."
-    with pytest.raises(KeyError, match="no singular noun"):
-        open_prompt("dinosaurs")
+def _simple_open_answer(text: str, vocabulary: list[str]) -> str | None:
+    """A second, simpler reading of a tiny-model answer: the whole text, spaces collapsed, trailing full stop
+    dropped, lowercased, if that is a vocabulary item (the tiny model writes items verbatim)."""
+    answer = " ".join(text.split()).rstrip(".").lower()
+    return answer if answer in {v.lower() for v in vocabulary} else None
 
 
-def test_every_category_has_a_noun_and_prompt_words_cover_items():
-    words = set(prompt_words("all"))
-    for category, items in vocabularies("all").items():
-        open_prompt(category)
-        assert set(items) <= words
-    assert {"Name", "a", "an", "fruit", "piece", "of"} <= words
-
-
-def test_open_ended_dataset_balanced_and_unique_ids():
-    ds = build_open_ended_dataset(45, split="train", seed=3)
-    assert set(ds.column_names) == {"prompt", "category", "prompt_id"}
-    assert len(set(ds["prompt_id"])) == 45
-    counts = {c: ds["category"].count(c) for c in set(ds["category"])}
-    assert len(counts) == 20 and set(counts.values()) <= {2, 3}  # 45 rows over 20 categories: two full passes + 5
-    row = ds[0]
-    assert row["prompt"][0]["content"] == open_prompt(row["category"])
-    assert build_open_ended_dataset(45, split="train", seed=3)["category"] == ds["category"]  # deterministic
-    with pytest.raises(ValueError, match="not in split 'train'"):
-        build_open_ended_dataset(4, split="train", names=["planets_and_moons"])
-
-
-def test_category_scorer_hand_computed():
-    scorer = open_ended_scorer("train")
-    group = Group("g", None, ["Apple", "Sure! Apples.", "Banana", "Dragonfruit"], {"category": "fruits"})
-    assert scorer.answers(group) == ["apple", "apple", "banana", None]
-    L = 24  # fruits has 24 items
-    expected = [1 - 2 / 3 + 1 / L, 1 - 2 / 3 + 1 / L, 1 - 1 / 3 + 1 / L, -1.0]
-    assert scorer(group) == pytest.approx(expected)
-    # the same answer is invalid for another category's prompt
-    assert scorer.answers(Group("h", None, ["Apple"], {"category": "birds"})) == [None]
-    with pytest.raises(KeyError, match="no vocabulary for category 'instruments'"):
-        scorer(Group("x", None, ["Piano"], {"category": "instruments"}))
-    with pytest.raises(KeyError, match="needs the dataset column 'category'"):
-        scorer(Group("x", None, ["Apple"], {}))
-    with pytest.raises(ValueError, match="at least one category"):
-        CategoryScorer({})
+def _simple_correct(text: str, a: int, op: str, b: int) -> str | None:
+    """Which correct format ``text`` is in for the problem ``a op b``, by string comparison (a simpler checker)."""
+    text = " ".join(text.split())
+    c = a + b if op == "+" else a - b
+    if text == str(c):
+        return "bare"
+    if text == f"The answer is {c}":
+        return "sentence"
+    parts = text.split(" ")
+    if len(parts) == 5 and parts[1] in "+-" and parts[3] == "=" and all(p.lstrip("-").isdigit() for p in parts[::2]):
+        x, y, z = int(parts[0]), int(parts[2]), int(parts[4])
+        return "equation" if z == c and (x + y if parts[1] == "+" else x - y) == z else None
+    return None
 
 
 # ---------------------------------------------------------------- arithmetic data
@@ -113,91 +92,6 @@ def test_accuracy_diversity_with_format_clusters_hand_computed():
     # correct: 0-3; clusters N (2 of 4), equation (1 of 4), sentence (1 of 4); L = G = 6
     expected = [1 - 0.5 + 1 / 6, 1 - 0.5 + 1 / 6, 1 - 0.25 + 1 / 6, 1 - 0.25 + 1 / 6, -1.0, -1.0]
     assert scorer(group) == pytest.approx(expected)
-
-
-def test_gsm8k_rows():
-    rows = gsm8k_rows([{"question": "Tom has 3 apples and buys 4. How many?", "answer": "3 + 4 = 7\n#### 7"}])
-    assert rows[0]["prompt"][-1] == {"role": "user", "content": "Tom has 3 apples and buys 4. How many?"}
-    assert rows[0]["prompt"][0]["role"] == "system" and "####" in rows[0]["prompt"][0]["content"]
-    assert rows[0]["answer"] == "3 + 4 = 7\n#### 7" and rows[0]["prompt_id"] == "gsm8k-train-00000"
-    with pytest.raises(KeyError, match="lacks 'question' or 'answer'"):
-        gsm8k_rows([{"question": "x"}])
-
-
-# ---------------------------------------------------------------- recipes
-
-
-def _check_gpu_config(config, output_dir):
-    assert config.model == "Qwen/Qwen2.5-7B-Instruct"
-    assert config.backend == "auto" and config.load_in_4bit and config.use_lora
-    assert config.num_generations == 32 and config.prompts_per_step == 8 and config.learning_rate == 1e-5
-    assert config.output_dir == output_dir
-
-
-def _check_rows(dataset, config, extra=()):
-    assert {"prompt", "prompt_id", *extra} <= set(dataset.column_names)
-    assert len(set(dataset["prompt_id"])) == len(dataset) >= config.prompts_per_step
-    assert dataset[0]["prompt"][-1]["role"] == "user"
-
-
-def test_recipe_open_ended_names():
-    from gapo_lite.training.recipes import load_recipe_file
-
-    recipe = load_recipe_file("open_ended_names")
-    recipe.scorer, recipe.train_dataset = recipe.build("scorer"), recipe.build("train_dataset")
-    _check_gpu_config(recipe.config, "runs/open_ended_names")
-    _check_rows(recipe.train_dataset, recipe.config, extra=("category",))
-    trained = set(recipe.train_dataset["category"])
-    assert trained == set(recipe.scorer.scorers)
-    assert not trained & set(EVAL_SUITE_OVERLAP) and "numbers" not in trained and len(trained) == 12
-    assert all(isinstance(s, OpenEndedFrequencyScorer) for s in recipe.scorer.scorers.values())
-    row = recipe.train_dataset[0]
-    assert row["prompt"][0]["content"].endswith("Answer with the name only.")
-    first = vocabularies("train")[row["category"]][0]
-    rewards = recipe.scorer(Group("g", row["prompt"], [first, first, "zzz"], {"category": row["category"]}))
-    assert rewards[2] == -1.0 and rewards[0] == rewards[1] > 0
-
-
-def test_recipe_semantic_creative():
-    from gapo_lite.eval.creative import TASKS
-    from gapo_lite.training.recipes import load_recipe_file
-
-    recipe = load_recipe_file("semantic_creative")
-    recipe.scorer, recipe.train_dataset = recipe.build("scorer"), recipe.build("train_dataset")
-    _check_gpu_config(recipe.config, "runs/semantic_creative")
-    _check_rows(recipe.train_dataset, recipe.config)
-    assert isinstance(recipe.scorer, SemanticScorer)
-    assert recipe.scorer.clusterer.threshold == 0.85 and recipe.scorer.max_chars == 400
-    prompts = {r[0]["content"] for r in recipe.train_dataset["prompt"]}
-    assert len(prompts) == 16 and not prompts & set(TASKS.values())  # the eval suite's tasks stay unseen
-    assert not recipe.scorer.is_valid("") and not recipe.scorer.is_valid("x" * 401)
-
-
-def test_recipe_gsm8k_accuracy_diversity(monkeypatch):
-    import datasets
-
-    from gapo_lite.training.recipes import load_recipe_file
-
-    calls = []
-    fake = datasets.Dataset.from_list([{"question": f"What is {i} + 1?", "answer": f"{i} + 1 = {i + 1}\n#### {i + 1}"} for i in range(30)])
-
-    def load_dataset(name, config_name, split):
-        calls.append((name, config_name, split))
-        return fake
-
-    monkeypatch.setattr(datasets, "load_dataset", load_dataset)
-    recipe = load_recipe_file("gsm8k_accuracy_diversity")
-    assert calls == []  # nothing is downloaded before the final config is known
-    recipe.scorer, recipe.train_dataset = recipe.build("scorer"), recipe.build("train_dataset")
-    assert calls == [("openai/gsm8k", "main", "train")]
-    _check_gpu_config(recipe.config, "runs/gsm8k_accuracy_diversity")
-    assert recipe.config.max_completion_length >= 256
-    _check_rows(recipe.train_dataset, recipe.config, extra=("answer",))
-    assert len(recipe.train_dataset) == 30  # limit = max_steps * prompts_per_step = 2400 > 30 rows
-    assert isinstance(recipe.scorer, AccuracyDiversityScorer) and recipe.scorer.reference_column == "answer"
-    row = recipe.train_dataset[4]
-    group = Group("g", row["prompt"], ["4 + 1 = 5\n#### 5", "#### 6"], {"answer": row["answer"]})
-    assert recipe.scorer.reference(group) == 5.0 and recipe.scorer.correct(group) == [True, False]
 
 
 # ---------------------------------------------------------------- experiments
@@ -247,31 +141,6 @@ def test_pretrain_draws_follow_the_shares():
         pretrain_draw(AccuracySettings(format_shares=(1.0, 0.0)))
 
 
-def test_validity_baseline_ignores_the_group():
-    from gapo_lite.rewards import ValidityReward
-
-    baseline = ValidityReward(open_ended_scorer("train"))
-    group = Group("g", None, ["Apple", "Apple", "Banana", "Dragonfruit"], {"category": "fruits"})
-    assert baseline(group) == [1.0, 1.0, 1.0, -1.0]
-
-
-def _resample(folder, prompts, *, n, temperature, max_new_tokens, seed):
-    """Samples from a saved model with the sampler settings the experiments' ``measure`` uses."""
-    from gapo_lite.models import load_model
-    from gapo_lite.sampling import sample_completions
-
-    model, tok = load_model(folder, lora=None)
-    return sample_completions(model, tok, prompts, n=n, temperature=temperature, max_new_tokens=max_new_tokens,
-                              batch_size=1024, seed=seed, progress=False)
-
-
-def _simple_open_answer(text: str, vocabulary: list[str]) -> str | None:
-    """A second, simpler reading of a tiny-model answer: the whole text, spaces collapsed, trailing full stop
-    dropped, lowercased, if that is a vocabulary item (the tiny model writes items verbatim)."""
-    answer = " ".join(text.split()).rstrip(".").lower()
-    return answer if answer in {v.lower() for v in vocabulary} else None
-
-
 def test_open_ended_experiment_recomputed(tmp_path):
     """The quick run's table, recomputed per category from fresh samples of the saved models with a simpler
     answer reader (pretraining lengthened so that some answers are valid)."""
@@ -303,21 +172,6 @@ def test_open_ended_experiment_recomputed(tmp_path):
                 assert cell[key] == pytest.approx(sum(v[k] for v in per.values()) / len(per))
     assert valid_seen > 0  # the check above compared real answers, not only empty ones
     assert (tmp_path / "gapo" / "metrics.jsonl").read_text().strip()
-
-
-def _simple_correct(text: str, a: int, op: str, b: int) -> str | None:
-    """Which correct format ``text`` is in for the problem ``a op b``, by string comparison (a simpler checker)."""
-    text = " ".join(text.split())
-    c = a + b if op == "+" else a - b
-    if text == str(c):
-        return "bare"
-    if text == f"The answer is {c}":
-        return "sentence"
-    parts = text.split(" ")
-    if len(parts) == 5 and parts[1] in "+-" and parts[3] == "=" and all(p.lstrip("-").isdigit() for p in parts[::2]):
-        x, y, z = int(parts[0]), int(parts[2]), int(parts[4])
-        return "equation" if z == c and (x + y if parts[1] == "+" else x - y) == z else None
-    return None
 
 
 def test_accuracy_experiment_recomputed(tmp_path):
