@@ -176,6 +176,18 @@ def naming_damage_lines(records: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def format_per_prompt(records: list[dict[str, Any]]) -> str:
+    """Each trained prompt's valid Unique@100 (and valid rate) at the start and at each run's last stage, per seed:
+    where the gain comes from. A prompt validated by a 25-item word list can show at most 25."""
+    lines = ["| seed | model | " + " | ".join(records[0]["trained_prompts"]) + " |", "|" + "---|" * (len(records[0]["trained_prompts"]) + 2)]
+    for record in records:
+        last = [record["points"][0], *{p["run"]: p for p in record["points"][1:]}.values()]
+        for p in last:
+            cells = [f"{p['prompts'][n]['unique_valid']} ({p['prompts'][n]['valid_rate']:.2f})" for n in record["trained_prompts"]]
+            lines.append(f"| {record['seed']} | {point_label(p)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def format_top_answers(records: list[dict[str, Any]], prompt: str = "city") -> str:
     """One prompt's three most frequent valid answers at the start and after each run's last stage, per seed."""
     lines = []
@@ -229,7 +241,8 @@ def report_naming(sources: list[Path], record: Path | None, plot: Path | None) -
         records = json.loads(sources[0].read_text())["records"]
     else:
         records = merge_seeds([naming_record(folder) for folder in sources])
-    print(format_naming_table(records), "", format_naming_targets(records), "", *naming_damage_lines(records), "", format_top_answers(records), sep="\n")
+    print(format_naming_table(records), "", format_naming_targets(records), "", *naming_damage_lines(records), "", format_per_prompt(records), "",
+          format_top_answers(records), sep="\n")
     if record:
         command = "python -m lab.smollm2_report naming " + " ".join(map(str, sources))
         record.write_text(json.dumps({"command": command, "records": records}, indent=1) + "\n")

@@ -161,3 +161,39 @@ def test_validity_baseline_ignores_the_group():
     group = Group("g", None, ["Apple", "Apple", "Banana", "Dragonfruit"], {"category": "fruits"})
     assert baseline(group) == [1.0, 1.0, 1.0, -1.0]
 
+
+
+def test_naming_recipes_train_the_suites_prompts_and_score_them_as_the_suite_reads_them():
+    """recipes/smollm2_naming.py: the open suite's seven list-validated prompts, asked equally often; GAPO's frequency
+    reward over each prompt's own valid answers, by the suite's clean rule; reward=validity is the baseline.
+    recipes/qwen7b_naming.py: the same data and scorer with the paper's model, LoRA and learning rate."""
+    import dataclasses
+    from collections import Counter
+
+    from gapo_lite.eval.open_ended import PROMPTS, SUFFIX, score_answers, vocabulary_for
+    from gapo_lite.training.recipes import load_recipe_file
+
+    recipe = load_recipe_file("smollm2_naming")
+    config = dataclasses.replace(recipe.config, max_steps=7)
+    rows = recipe.build("train_dataset", config)
+    asked = Counter(r["category"] for r in rows)
+    assert set(asked) == {"city", "country", "animal", "food", "colour", "profession", "sport"} and set(asked.values()) == {2}
+    assert all(r["prompt"][0]["content"] == PROMPTS[r["category"]] + SUFFIX for r in rows)
+
+    replies = ["Paris", "Paris.", "The city is Lyon.", "Narnia", "City", "Paris, London"]
+    group = Group(key="p", prompt="Name a city.", completions=replies, columns={"category": "city"})
+    gapo = recipe.build("scorer", config)
+    suite = score_answers(replies, noun="city", vocabulary=vocabulary_for("city", "open"))["valid"]
+    assert [a is not None for a in gapo.answers(group)] == [v is not None for v in suite] == [True, True, True, False, False, False]
+    L = len(gapo.scorers["city"].vocabulary)  # every city of 15,000+ people: 1/L is almost 0
+    expected = [1 - 2 / 3 + 1 / L] * 2 + [1 - 1 / 3 + 1 / L] + [config.invalid_reward] * 3
+    assert gapo(group) == pytest.approx(expected)
+    baseline = recipe.build("scorer", dataclasses.replace(config, reward="validity"))
+    assert baseline(group) == [1.0, 1.0, 1.0, 0.0, 0.0, 0.0]
+
+    twin = load_recipe_file("qwen7b_naming")
+    c = twin.config
+    assert (c.model, c.lora_r, c.lora_alpha, c.lora_dropout, c.learning_rate, c.num_generations, c.invalid_reward) == (
+        "Qwen/Qwen2.5-7B-Instruct", 64, 32, 0.1, 1e-5, 32, -1.0)
+    assert Counter(twin.build("train_dataset", dataclasses.replace(c, max_steps=1))["category"]) == Counter(
+        recipe.build("train_dataset", dataclasses.replace(config, prompts_per_step=8, max_steps=1))["category"])

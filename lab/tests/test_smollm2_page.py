@@ -23,14 +23,14 @@ def recorded(name: str):
 def test_the_naming_tables_are_what_the_report_prints():
     """The lead: GAPO and the baseline on the naming prompts, per seed and stage, the targets and the damage checks,
     as `python -m lab.smollm2_report naming docs/results/smollm2_naming.json` prints them."""
-    from lab.smollm2_report import format_naming_table, format_naming_targets, format_top_answers, naming_damage_lines
+    from lab.smollm2_report import format_naming_table, format_naming_targets, format_per_prompt, format_top_answers, naming_damage_lines
 
     record = recorded("smollm2_naming.json")
     records = record["records"]
     assert sorted(r["seed"] for r in records) == [0, 1]
     block = between(PAGE, "naming")
     assert format_naming_table(records) in block and format_naming_targets(records) in block
-    assert format_top_answers(records) in block
+    assert format_top_answers(records) in block and format_per_prompt(records) in block
     for line in naming_damage_lines(records):
         assert line in block, line
     assert record["command"] in block or record["command"] in PAGE
