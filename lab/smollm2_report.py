@@ -60,7 +60,7 @@ def stage_figures(measured: dict[str, Any], trained: tuple[str, ...]) -> dict[st
         "prompts": {n: {k: p[k] for k in ("unique_valid", "valid_rate", "end_rate")} | {"top_valid": p["top_valid"][:3]}
                     for n, p in {**open_prompts, **reworded}.items()},
         "open": {k: measured["open"][k] for k in ("mean_unique_valid", "mean_valid_rate", "mean_end_rate", "mean_words", "sd_words", "replies")},
-        "guard": {k: measured["guard"][k] for k in ("accuracy", "n", "end_rate")},
+        **({"guard": {k: measured["guard"][k] for k in ("accuracy", "n", "end_rate")}} if "guard" in measured else {}),
     }
 
 

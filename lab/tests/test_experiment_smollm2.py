@@ -336,3 +336,23 @@ def test_rl_on_fixed_lists_trains_on_the_suites_prompts_or_on_fixed_training_lis
     with pytest.raises(ValueError, match="fixed_lists must be >= 1"):
         SmolSettings(rl_lists="fixed", fixed_lists=0)
 
+
+
+@pytest.mark.slow  # about a minute: five measurements of 31 prompts
+def test_the_naming_arm_runs_stage_by_stage_and_the_report_reads_every_stage(tiny_model_path, tmp_path):
+    """`python -m lab.smollm2 --set runs=gapo_naming,grpo_naming --set measure_every=N` on the tiny model: each run is
+    measured at each mark on the naming prompts, their rewordings and the open suite, resumed between marks, and the
+    report's record holds the start and every stage, the trained prompts apart from the suite's other three."""
+    from lab.smollm2 import SmolSettings, run
+    from lab.smollm2_report import naming_record
+
+    s = SmolSettings.quick()
+    s = type(s)(**{**s.__dict__, "model": str(tiny_model_path), "runs": ("gapo_naming", "grpo_naming"), "rl_steps": 2, "measure_every": 1,
+                   "num_generations": 2, "prompts_per_step": 1, "lists_suite": False, "guard": False, "reworded_samples": 2, "threads": 1})
+    run(tmp_path / "exp", s)
+    stages = sorted(p.name for p in (tmp_path / "exp" / "stages").glob("*.json"))
+    assert stages == ["gapo_naming.json", "gapo_naming@1.json", "grpo_naming.json", "grpo_naming@1.json", "settings.json", "start.json"]
+    record = naming_record(tmp_path / "exp")
+    assert [(p["run"], p["steps"]) for p in record["points"]] == [("start", 0), ("gapo_naming", 1), ("gapo_naming", 2), ("grpo_naming", 1), ("grpo_naming", 2)]
+    assert len(record["trained_prompts"]) == 7 and set(record["points"][0]["prompts"]) >= {"city", "celebrity", "city:1", "sport:3"}
+    assert all("guard" not in p for p in record["points"])  # guard=False: nothing to read
