@@ -138,13 +138,13 @@ def naming_targets(record: dict[str, Any]) -> list[tuple[str, str, bool]]:
         guard = [line for line in naming_damage(record, last) if line.startswith("guard")]
         rows.append((f"GAPO: trained prompts' valid Unique@100 >= {TRAINED_GAIN:g}x, valid rate and end of turn within {VALID_MARGIN} / {END_MARGIN}, "
                      "no guard damage",
-                     f"{t['unique_valid'] / t0['unique_valid']:.2f}x at {last['steps']} steps ({t0['unique_valid']:.1f} -> {t['unique_valid']:.1f}), "
+                     f"{t['unique_valid'] / t0['unique_valid']:.3f}x at {last['steps']} steps ({t0['unique_valid']:.1f} -> {t['unique_valid']:.1f}), "
                      f"valid rate {t['valid_rate'] - t0['valid_rate']:+.3f}, end of turn {t['end_rate'] - t0['end_rate']:+.3f}, "
                      f"guard {'WORSE beyond the noise' if guard else 'kept'}" + (f"; met at {first} steps" if first else ""), first is not None))
         r, r0 = last["reworded"], start["reworded"]
-        rows.append((f"GAPO: rewordings' valid Unique@100 >= {REWORDED_GAIN:g}x", f"{r['unique_valid'] / r0['unique_valid']:.2f}x ({r0['unique_valid']:.1f} -> "
+        rows.append((f"GAPO: rewordings' valid Unique@100 >= {REWORDED_GAIN:g}x", f"{r['unique_valid'] / r0['unique_valid']:.3f}x ({r0['unique_valid']:.1f} -> "
                      f"{r['unique_valid']:.1f})", r["unique_valid"] >= REWORDED_GAIN * r0["unique_valid"]))
-        rows.append((f"beyond: the paper's {PAPER_GAIN:.1f}x on the trained prompts", f"{t['unique_valid'] / t0['unique_valid']:.2f}x",
+        rows.append((f"beyond: the paper's {PAPER_GAIN:.1f}x on the trained prompts", f"{t['unique_valid'] / t0['unique_valid']:.3f}x",
                      t["unique_valid"] >= PAPER_GAIN * t0["unique_valid"]))
     if baseline:
         b = baseline[-1]["trained"]

@@ -59,7 +59,7 @@ def test_the_readme_and_the_page_lead_state_the_naming_result_as_recorded():
         start = r["points"][0]["trained"]["unique_valid"]
         last = [p for p in r["points"] if p["run"] == "gapo_naming"][-1]["trained"]["unique_valid"]
         quoted = f"{start:.1f} -> {last:.1f}"
-        assert quoted in between(README, "smollm2") and quoted in between(PAGE, "expect"), quoted
+        assert quoted in README and quoted in between(PAGE, "expect"), quoted
 
 
 def test_the_lists_block_is_what_the_report_prints():
@@ -98,8 +98,6 @@ def test_the_crossed_table_is_what_the_report_prints_and_reads_as_the_page_says(
         assert measured[0]["train_jsd"] >= start["train_jsd"] - 0.03  # trained on the held-out lists: the training lists do not move
 
 
-def test_the_cost_blocks_are_the_recorded_benchmark_outputs():
+def test_the_cost_block_is_the_recorded_benchmark_output():
     step = (RESULTS / "smollm2_step.txt").read_text(encoding="utf-8").strip()
-    generation = (RESULTS / "shared_prefix_generation.txt").read_text(encoding="utf-8").strip()
     assert step.startswith("GAPO step, 1 prompt x 16 completions") and step in between(PAGE, "step")
-    assert generation.startswith("SmolLM2-135M, 2 threads, G = 32") and generation in between(PAGE, "generation")
