@@ -5,8 +5,9 @@ import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
+from gapo_lite._bootstrap import DEFAULT_BACKEND, Backend
 from gapo_lite.errors import looks_like_local_path
 from gapo_lite.gguf import gguf_checkpoint, is_gguf
 from gapo_lite.runplan import RunPlan, resolve_run_plan
@@ -14,7 +15,6 @@ from gapo_lite.sampling import ensure_pad_token, pads_with_eos
 
 logger = logging.getLogger("gapo_lite")
 
-Backend = Literal["auto", "unsloth", "transformers"]
 _GENERIC_FAST_TOKENIZERS = {"PreTrainedTokenizerFast", "TokenizersBackend"}  # the latter is transformers 5's name
 PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
@@ -78,7 +78,7 @@ def load_tokenizer(name_or_path: str | Path):
 def load_model(
     name_or_path: str | Path,
     *,
-    backend: Backend = "auto",
+    backend: Backend = DEFAULT_BACKEND,
     load_in_4bit: bool | None = None,
     max_seq_length: int = 1024,
     lora: LoraSettings | None = LoraSettings(),

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from gapo_lite._bootstrap import REQUESTED_PRECISIONS, cpu_precision, cuda_available
+from gapo_lite._bootstrap import EVAL_BACKEND, REQUESTED_PRECISIONS, cpu_precision, cuda_available
 from gapo_lite.errors import UserError, UserFileNotFoundError
 from gapo_lite.eval.bench import BenchItem
 from gapo_lite.eval.settings import SampleSettings
@@ -58,7 +58,7 @@ def plan_variants(model: str, adapter: str | None = None, compare: str | None = 
 class ModelPool:
     """Loads each base model once; adapters are attached to it by name and switched (or disabled) per variant."""
 
-    def __init__(self, backend: str = "transformers", load_in_4bit: bool = False) -> None:
+    def __init__(self, backend: str = EVAL_BACKEND, load_in_4bit: bool = False) -> None:
         self.backend = backend
         self.load_in_4bit = load_in_4bit
         self._models: dict[str, dict[str, Any]] = {}
@@ -154,7 +154,7 @@ class EvalOptions:
     num_lists: int = 10
     list_size: int = 8
     num_orders: int = 4
-    backend: str = "transformers"
+    backend: str = EVAL_BACKEND
     load_in_4bit: bool = False
     embed: Any = None
     progress: bool = True

@@ -94,7 +94,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gapo_lite import batching
+from gapo_lite._bootstrap import LOADERS
 from gapo_lite.memory.specs import ModelSpec
+from gapo_lite.runplan import fast_inference_problem
 
 GIB = 1024**3
 # Per quantized matrix, whatever its size: the NF4 code (16 fp32), double quant's nested code (256 fp32) and offset.
@@ -108,7 +110,6 @@ def nf4_bytes(params: int) -> int:
     return math.ceil(params / 2) + blocks + 4 * math.ceil(blocks / 256) + NF4_STATE_BYTES_PER_MATRIX
 CUDA_OVERHEAD_BYTES = GIB
 QUANTIZATIONS = ("4bit", "16bit", "32bit")
-BACKENDS = ("unsloth", "transformers")
 ADAPTER_BYTES = 4  # the LoRA adapter and its gradient are fp32 on both backends (gapo_lite.training.trainer.keep_fp32_adapters)
 OPTIMIZER_STATE_BYTES = {"adamw": 8, "adamw_8bit": 2}  # AdamW's two states per parameter: fp32, or 8-bit
 OPTIMIZERS = {name: 2 * ADAPTER_BYTES + state for name, state in OPTIMIZER_STATE_BYTES.items()}  # bytes per LoRA parameter
@@ -167,8 +168,8 @@ class PlanSettings:
     def __post_init__(self) -> None:
         if self.quantization not in QUANTIZATIONS:
             raise ValueError(f"quantization must be one of {', '.join(QUANTIZATIONS)}, got {self.quantization!r}")
-        if self.backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
+        if self.backend not in LOADERS:
+            raise ValueError(f"backend must be one of {', '.join(LOADERS)}, got {self.backend!r}")
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {self.optimizer!r}")
         for key in ("lora_rank", "prompts_per_step", "prompt_tokens", "completion_tokens", "world_size", "max_seq_length"):
@@ -177,8 +178,9 @@ class PlanSettings:
                 raise ValueError(f"{key} must be a positive integer, got {value!r}")
         if not isinstance(self.num_generations, int) or self.num_generations < 2:
             raise ValueError(f"num_generations must be an integer >= 2 (GRPO needs a group), got {self.num_generations!r}")
-        if self.fast_inference and self.backend != "unsloth":
-            raise ValueError("fast_inference (vLLM generation) is Unsloth's: it needs backend 'unsloth'")
+        problem = fast_inference_problem(self.backend, cuda=True) if self.fast_inference else None  # a plan is for a CUDA GPU
+        if problem:
+            raise ValueError(problem)
         if not 0.0 < self.gpu_memory_utilization < 1.0:
             raise ValueError(f"gpu_memory_utilization must be in (0, 1), got {self.gpu_memory_utilization!r}")
         if self.gpu_total_bytes is not None and self.gpu_total_bytes < 1:
@@ -555,7 +557,7 @@ def what_would_fit(spec: ModelSpec, settings: PlanSettings, budget: int) -> list
         shorter = _make_plan(spec, dataclasses.replace(settings, completion_tokens=1), 1, budget)
     if shorter is not None:
         out.append(_suggestion("max_completion_length", shorter.settings["completion_tokens"], shorter))
-    if settings.backend == "unsloth" and not settings.fast_inference:
+    if not settings.fast_inference and fast_inference_problem(settings.backend, cuda=True) is None:
         try:
             vllm = dataclasses.replace(settings, fast_inference=True)
             out.append(_suggestion("fast_inference", True, fitting_plan(spec, vllm, budget) or _make_plan(spec, vllm, 1, budget)))

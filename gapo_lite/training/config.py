@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gapo_lite import batching
-from gapo_lite._bootstrap import REQUESTED_PRECISIONS
+from gapo_lite._bootstrap import BACKENDS, DEFAULT_BACKEND, REQUESTED_PRECISIONS, Backend, RequestedPrecision
 from gapo_lite.data.open_ended import VOCABULARIES as OPEN_VOCABULARIES
 from gapo_lite.models import LoraSettings
 
@@ -32,8 +32,8 @@ class TrainConfig:
 
     # model
     model: str = "Qwen/Qwen2.5-7B-Instruct"
-    backend: Literal["auto", "unsloth", "transformers"] = "auto"
-    precision: Literal["auto", "bf16", "fp32"] = "auto"
+    backend: Backend = DEFAULT_BACKEND
+    precision: RequestedPrecision = "auto"
     # None: 4-bit on a CUDA GPU (bitsandbytes NF4, double quant), full precision on a CPU; True: 4-bit wherever
     # bitsandbytes runs it (the CPU too), else a one-line error; False: never (gapo_lite.runplan.choose_4bit).
     load_in_4bit: bool | None = None
@@ -120,8 +120,8 @@ class TrainConfig:
             raise ValueError(f"TrainConfig.report_to must be one of {REPORT_TO}, got {self.report_to!r}")
         if self.loss_type not in LOSS_TYPES:
             raise ValueError(f"TrainConfig.loss_type must be one of {LOSS_TYPES}, got {self.loss_type!r}")
-        if self.backend not in ("auto", "unsloth", "transformers"):
-            raise ValueError(f"TrainConfig.backend must be 'auto', 'unsloth' or 'transformers', got {self.backend!r}")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"TrainConfig.backend must be one of {BACKENDS}, got {self.backend!r}")
         if self.scale_rewards not in SCALE_REWARDS:
             raise ValueError(f"TrainConfig.scale_rewards must be one of {SCALE_REWARDS}, got {self.scale_rewards!r}")
         if self.loss_type == "dr_grpo" and self.scale_rewards == "group":
@@ -144,7 +144,7 @@ class TrainConfig:
         if self.temperature <= 0:
             raise ValueError(f"TrainConfig.temperature must be > 0, got {self.temperature}")
         if self.precision not in REQUESTED_PRECISIONS:
-            raise ValueError(f"TrainConfig.precision must be 'auto', 'bf16' or 'fp32', got {self.precision!r}")
+            raise ValueError(f"TrainConfig.precision must be one of {REQUESTED_PRECISIONS}, got {self.precision!r}")
         if self.chunk_size is not None:
             try:
                 batching.passes_per_step(self.prompts_per_step, self.num_generations, 1, self.chunk_size)
