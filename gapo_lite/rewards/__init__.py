@@ -9,7 +9,7 @@ on them; ``hook`` (GroupReward) on top. Answer parsing comes from
 from gapo_lite.answers import canonical_answer, extract_number
 from gapo_lite.rewards.accuracy import AccuracyDiversityScorer, AccuracyReward
 from gapo_lite.rewards.categories import CategoryScorer, open_ended_scorer
-from gapo_lite.rewards.frequency import expected_reward, frequency_aware_rewards, frequency_rewards_with_L
+from gapo_lite.rewards.frequency import expected_reward, frequency_aware_rewards, frequency_rewards_with_L, gapo_reward
 from gapo_lite.rewards.group import Group, GroupScorer, group_metrics
 from gapo_lite.rewards.hook import GroupReward, completion_text
 from gapo_lite.rewards.invalid import InvalidBelowMode
@@ -40,6 +40,7 @@ __all__ = [
     "extract_number",
     "frequency_aware_rewards",
     "frequency_rewards_with_L",
+    "gapo_reward",
     "group_metrics",
     "open_ended_scorer",
 ]

@@ -21,8 +21,17 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any
 
-from gapo_lite.diagnostics import lifted
 from gapo_lite.rewards.group import Group
+
+
+def lifted(invalid: float, lowest_valid: float, margin: float) -> float:
+    """An invalid answer's reward under a margin: the lowest valid reward minus ``margin``, never below ``invalid``
+    (:class:`InvalidBelowMode` scores by it, and :mod:`gapo_lite.diagnostics` reads the reward trained with through it).
+
+    >>> lifted(-1.0, 0.75, 0.25), lifted(-1.0, 0.75, 2.0)
+    (0.5, -1.0)
+    """
+    return max(invalid, lowest_valid - margin)
 
 
 class InvalidBelowMode:
