@@ -116,7 +116,7 @@ def test_cpu_precision_follows_the_config_and_the_cpu(monkeypatch):
 
 def test_batch_divisibility_is_one_rule():
     """The config, the run plan, TRL's kwargs and the planner refuse the same splits."""
-    from gapo_lite.memory import PlanSettings
+    from gapo_lite.training.planning import plan_settings
 
     config = cfg()  # 2 prompts x G=4
     hw = dataclasses.replace(resolve_hardware(config), world_size=2)
@@ -125,7 +125,7 @@ def test_batch_divisibility_is_one_rule():
         with pytest.raises(ValueError, match="must divide"):
             call()
     three = dataclasses.replace(hw, world_size=3)
-    for call in (lambda: three.per_process_batch(config), lambda: PlanSettings(prompts_per_step=2, num_generations=4, world_size=3)):
+    for call in (lambda: three.per_process_batch(config), lambda: plan_settings(config, three)):
         with pytest.raises(ValueError, match="does not split over 3 processes"):
             call()
 

@@ -89,20 +89,22 @@ def test_32b_recipe_states_the_smallest_budget_the_planner_accepts():
     """The figure in recipes/qwen32b_lists.py is the planner's, at the recipe's own settings (so it cannot drift)."""
     import re
 
-    from gapo_lite.memory import GIB, MemoryPlanError, ModelSpec, PlanSettings, minimum_budget_bytes, plan_memory
+    from gapo_lite.memory import GIB, MemoryPlanError, ModelSpec, minimum_budget_bytes, plan_memory
+    from gapo_lite.runplan import resolve_hardware
+    from gapo_lite.training.planning import plan_settings
     from gapo_lite.training.recipes import load_recipe_file
 
     recipe = load_recipe_file("qwen32b_lists")
     text = recipe.path.read_text()
     stated = float(re.search(r"Smallest budget the planner accepts for this recipe: ([\d.]+) GiB", text).group(1))
     c = recipe.config
-    settings = dict(quantization="4bit", lora_rank=c.lora_r, num_generations=c.num_generations, prompts_per_step=c.prompts_per_step,
-                    prompt_tokens=128, completion_tokens=c.max_completion_length, backend="unsloth", optimizer="adamw_8bit")
-    assert stated == round(minimum_budget_bytes(ModelSpec.builtin(c.model), PlanSettings(**settings)) / GIB, 2)
+    settings = plan_settings(c, resolve_hardware(c, cuda=True, has_unsloth=True, processes=1), prompt_tokens=128)
+    assert (settings.quantization, settings.backend, settings.optimizer) == ("4bit", "unsloth", "adamw_8bit")
     spec = ModelSpec.builtin(c.model)
-    assert plan_memory(spec, budget_bytes=int((stated + 0.01) * GIB), **settings).fits
+    assert stated == round(minimum_budget_bytes(spec, settings) / GIB, 2)
+    assert plan_memory(spec, settings, budget_bytes=int((stated + 0.01) * GIB)).fits
     with pytest.raises(MemoryPlanError):
-        plan_memory(spec, budget_bytes=int((stated - 0.01) * GIB), **settings)
+        plan_memory(spec, settings, budget_bytes=int((stated - 0.01) * GIB))
 
 
 def test_prompt_tokens_are_measured_from_the_dataset(tiny_model_path):
@@ -140,16 +142,21 @@ def test_cuda_chunking_plans_with_the_measured_prompts_and_the_real_backend():
     assert (cpu.chunk_size, cpu.table, cpu.extras) == (256, None, {})  # CPU: one pass, no plan
 
 
-def test_planner_defaults_are_train_configs():
-    """One source of defaults: the planner's are TrainConfig's as train() runs it on a CUDA GPU with Unsloth."""
-    from gapo_lite.memory import PlanSettings
-    from gapo_lite.runplan import resolve_hardware
+def test_the_planner_is_asked_what_the_config_and_its_run_plan_say():
+    """The planner has no defaults of its own: every setting follows the TrainConfig or its run plan."""
+    import dataclasses
 
-    c, s = TrainConfig(), PlanSettings()
-    hw = resolve_hardware(c, cuda=True, has_unsloth=True, processes=1)
-    assert (s.lora_rank, s.num_generations, s.prompts_per_step, s.completion_tokens, s.gpu_memory_utilization, s.fast_inference,
-            s.max_seq_length) == (
-        c.lora_r, c.num_generations, c.prompts_per_step, c.max_completion_length, c.gpu_memory_utilization, c.fast_inference,
-        c.max_seq_length)
-    assert (s.quantization, s.backend, s.optimizer, s.gradient_checkpointing, s.world_size) == (
-        hw.quantization, hw.backend, hw.planner_optimizer, hw.gradient_checkpointing, hw.world_size)
+    from gapo_lite.runplan import resolve_hardware
+    from gapo_lite.training.planning import plan_settings
+
+    c = TrainConfig(lora_r=16, num_generations=4, prompts_per_step=2, max_completion_length=48, max_seq_length=384, gpu_memory_utilization=0.3,
+                    fast_inference=True, load_in_4bit=False, optim="adamw_torch", gradient_checkpointing=False)
+    run = resolve_hardware(c, cuda=True, has_unsloth=True, processes=2)
+    s = plan_settings(c, run, prompt_tokens=90, total_bytes=10 * 2**30)
+    assert (s.lora_rank, s.num_generations, s.prompts_per_step, s.completion_tokens, s.max_seq_length, s.gpu_memory_utilization) == (
+        16, 4, 2, 48, 384, 0.3)
+    assert (s.quantization, s.backend, s.optimizer, s.gradient_checkpointing, s.world_size, s.fast_inference) == (
+        "16bit", "unsloth", "adamw", False, 2, True)
+    assert (s.prompt_tokens, s.gpu_total_bytes) == (90, 10 * 2**30)
+    plain = dataclasses.replace(c, backend="transformers", fast_inference=False)
+    assert plan_settings(plain, resolve_hardware(plain, cuda=True, has_unsloth=True, processes=2)).backend == "transformers"

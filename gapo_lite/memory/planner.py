@@ -145,25 +145,25 @@ DEFAULT_PROMPT_TOKENS = 256  # only when no tokenizer and dataset are at hand to
 
 @dataclass(frozen=True)
 class PlanSettings:
-    """Everything a plan depends on besides the model and the chunk size (validated on creation).
+    """Everything a plan depends on besides the model and the chunk size, in the planner's terms (validated on creation).
 
-    The defaults are ``TrainConfig``'s as ``train()`` runs it on a CUDA GPU with Unsloth (a test keeps them equal);
-    ``train()`` and ``gapo-lite plan`` always pass every field from the config and its run plan."""
+    It has no defaults of its own: :func:`gapo_lite.training.planning.plan_settings` derives every field from a
+    ``TrainConfig`` and its run plan, for ``train()`` and ``gapo-lite plan`` alike."""
 
-    quantization: str = "4bit"
-    lora_rank: int = 64
-    num_generations: int = 32
-    prompts_per_step: int = 8
-    prompt_tokens: int = DEFAULT_PROMPT_TOKENS
-    completion_tokens: int = 32
-    world_size: int = 1
-    backend: str = "unsloth"
-    gradient_checkpointing: bool = True
-    max_seq_length: int = 1024
-    optimizer: str = "adamw_8bit"
-    fast_inference: bool = False
-    gpu_memory_utilization: float = 0.5
-    gpu_total_bytes: int | None = None
+    quantization: str
+    lora_rank: int
+    num_generations: int
+    prompts_per_step: int
+    prompt_tokens: int
+    completion_tokens: int
+    world_size: int
+    backend: str
+    gradient_checkpointing: bool
+    max_seq_length: int
+    optimizer: str
+    fast_inference: bool
+    gpu_memory_utilization: float
+    gpu_total_bytes: int | None = None  # the GPU's total memory, for vLLM's share (None: the budget stands for it)
 
     def __post_init__(self) -> None:
         if self.quantization not in QUANTIZATIONS:
@@ -493,18 +493,13 @@ def _make_plan(spec: ModelSpec, s: PlanSettings, chunk: int, budget: int) -> Mem
     )
 
 
-def plan_memory(spec: ModelSpec, settings: PlanSettings | None = None, *, budget_bytes: int | None = None, **fields: Any) -> MemoryPlan:
+def plan_memory(spec: ModelSpec, settings: PlanSettings, *, budget_bytes: int | None = None) -> MemoryPlan:
     """The largest chunk size (completions per micro-batch) that divides the per-process generation batch and fits.
 
-    ``settings`` (or :class:`PlanSettings` built from ``fields``) says what runs. ``budget_bytes=None`` uses the
-    free memory of the current CUDA device (an error on a machine without one). Raises
-    :class:`MemoryPlanError` (a ``ValueError``, message includes the table and what would fit) when even chunk
-    size 1 does not fit.
+    ``settings`` says what runs. ``budget_bytes=None`` uses the free memory of the current CUDA device (an error on
+    a machine without one). Raises :class:`MemoryPlanError` (a ``ValueError``, message includes the table and what
+    would fit) when even chunk size 1 does not fit.
     """
-    if settings is None:
-        settings = PlanSettings(**fields)
-    elif fields:
-        settings = dataclasses.replace(settings, **fields)
     budget = free_cuda_bytes() if budget_bytes is None else int(budget_bytes)
     if budget <= 0:
         raise ValueError(f"budget_bytes must be positive, got {budget_bytes!r}")

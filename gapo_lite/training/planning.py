@@ -12,7 +12,7 @@ from gapo_lite.runplan import RunPlan, resolve_hardware
 from gapo_lite.sampling import render_prompt
 from gapo_lite.training.config import TrainConfig
 
-__all__ = ["DEFAULT_PROMPT_TOKENS", "measure_prompt_tokens", "model_spec", "plan_for_config"]
+__all__ = ["DEFAULT_PROMPT_TOKENS", "measure_prompt_tokens", "model_spec", "plan_for_config", "plan_settings"]
 
 
 def measure_prompt_tokens(tokenizer: Any, dataset: Any, sample: int = 256) -> int:
@@ -43,6 +43,29 @@ def model_spec(config: TrainConfig, model: Any = None, model_path: str | None = 
     return ModelSpec.resolve(model_path or config.model)
 
 
+def plan_settings(config: TrainConfig, hardware: RunPlan, prompt_tokens: int = DEFAULT_PROMPT_TOKENS, total_bytes: int | None = None) -> PlanSettings:
+    """What the planner is asked about, every field read from ``config`` or its run plan ``hardware`` (the planner
+    has no defaults of its own): the run plan's backend, weights, optimizer, checkpointing, process count and vLLM
+    generation, the config's LoRA rank, group, prompts per step, completion length and vLLM share, and the
+    prompts' measured length. ``total_bytes``: the GPU's total memory (vLLM's share of it)."""
+    return PlanSettings(
+        quantization=hardware.quantization,
+        lora_rank=config.lora_r,
+        num_generations=config.num_generations,
+        prompts_per_step=config.prompts_per_step,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=config.max_completion_length,
+        world_size=hardware.world_size,
+        backend=hardware.backend,
+        gradient_checkpointing=hardware.gradient_checkpointing,
+        max_seq_length=config.max_seq_length,
+        optimizer=hardware.planner_optimizer,
+        fast_inference=hardware.fast_inference,
+        gpu_memory_utilization=config.gpu_memory_utilization,
+        gpu_total_bytes=total_bytes,
+    )
+
+
 def plan_for_config(
     config: TrainConfig,
     model_path: str | None = None,
@@ -63,20 +86,5 @@ def plan_for_config(
     hardware = hardware or resolve_hardware(config, cuda=True)
     spec = model_spec(config, model, model_path)
     budget = int(config.memory_budget_gb * GIB) if config.memory_budget_gb is not None else free_cuda_bytes() + already_allocated
-    settings = PlanSettings(
-        quantization=hardware.quantization,
-        lora_rank=config.lora_r,
-        num_generations=config.num_generations,
-        prompts_per_step=config.prompts_per_step,
-        prompt_tokens=prompt_tokens,
-        completion_tokens=config.max_completion_length,
-        world_size=hardware.world_size,
-        backend=hardware.backend,
-        gradient_checkpointing=hardware.gradient_checkpointing,
-        max_seq_length=config.max_seq_length,
-        optimizer=hardware.planner_optimizer,
-        fast_inference=hardware.fast_inference,
-        gpu_memory_utilization=config.gpu_memory_utilization,
-        gpu_total_bytes=total_bytes or (gpu_total_bytes() if hardware.cuda else None),
-    )
+    settings = plan_settings(config, hardware, prompt_tokens, total_bytes or (gpu_total_bytes() if hardware.cuda else None))
     return plan_memory(spec, settings, budget_bytes=budget)
