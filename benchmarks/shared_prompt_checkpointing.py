@@ -44,7 +44,7 @@ def cycle_modes(trainer, mode: list[str], peaks: dict[str, list[int]]):
 
     model = trainer.model
     cuda = torch.cuda.is_available()
-    generate = trainer._generate_and_score_completions
+    generate = trainer.generate_and_score
 
     def generate_then_reset_peak(*args, **kwargs):
         out = generate(*args, **kwargs)
@@ -53,13 +53,13 @@ def cycle_modes(trainer, mode: list[str], peaks: dict[str, list[int]]):
             torch.cuda.reset_peak_memory_stats()
         return out
 
-    trainer._generate_and_score_completions = generate_then_reset_peak
+    trainer.generate_and_score = generate_then_reset_peak
 
     class Cycle(TrainerCallback):
         def on_step_begin(self, args, state, control, **kwargs):
             name, shared, checkpointing = MODES[state.global_step % len(MODES)]
             mode[0] = name
-            trainer.gapo_share_prompts = shared
+            trainer.gapo.share_prompts = shared
             if checkpointing:
                 model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
             else:

@@ -53,7 +53,7 @@ def time_phases(trainer, mode: list[str]) -> dict[tuple[str, str], list[float]]:
                 times[(mode[0], name)].append(time.perf_counter() - t)
         return wrapper
 
-    trainer._generate_and_score_completions = timed("generate + score", trainer._generate_and_score_completions)
+    trainer.generate_and_score = timed("generate + score", trainer.generate_and_score)
     trainer.compute_loss = timed("loss forward", trainer.compute_loss)
     trainer.accelerator.backward = timed("backward", trainer.accelerator.backward)
     original_create = trainer.create_optimizer
@@ -90,7 +90,7 @@ def alternate(trainer, modes, mode: list[str]):
                 forwards.update({True: model.forward, False: getattr(model, "_original_forward", model.forward)})
             name, shared, bf16 = modes[state.global_step % len(modes)]
             mode[0] = name
-            trainer.gapo_share_prompts = shared
+            trainer.gapo.share_prompts = shared
             model.generate = shared_generate if shared else plain_generate
             model.forward = forwards[bf16]
             trainer.accelerator.autocast_handler = handlers[bf16]

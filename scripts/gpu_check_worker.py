@@ -123,20 +123,20 @@ def split_gradient_error(trainer: Any, loss_type: str = "grpo", rows: int = 8) -
 
     from gapo_lite.training.backoff import slice_rows
 
-    batch = slice_rows(trainer._buffered_inputs[0], 0, rows)
+    batch = slice_rows(trainer.buffered_micro_batches[0], 0, rows)
     advantages = batch["advantages"]
     batch["advantages"] = torch.randn(advantages.shape, generator=torch.Generator().manual_seed(0)).to(advantages)
-    saved = (trainer.loss_type, trainer.args.loss_type, trainer._step, trainer._gapo_splits)
+    saved = (trainer.loss_type, trainer.args.loss_type, trainer.micro_step, trainer.gapo.splits)
     trainer.loss_type = trainer.args.loss_type = loss_type  # Unsloth's loss reads the config's
     grads = []
     try:
         for splits in (1, 2):
             trainer.model.zero_grad(set_to_none=True)
-            trainer._gapo_splits = splits
+            trainer.gapo.splits = splits
             trainer._split_step(trainer.model_wrapped, batch, None)
             grads.append(lora_grads(trainer))
     finally:
-        trainer.loss_type, trainer.args.loss_type, trainer._step, trainer._gapo_splits = saved
+        trainer.loss_type, trainer.args.loss_type, trainer.micro_step, trainer.gapo.splits = saved
         trainer.model.zero_grad(set_to_none=True)
     return relative_error(grads[1], grads[0])
 
@@ -146,7 +146,7 @@ def shared_prompt_errors(trainer: Any, rows: int = 8) -> dict[str, float]:
     the run's checkpointing and autocast: relative differences of the log-probabilities and of the gradients."""
     import torch
 
-    batch = trainer._buffered_inputs[0]
+    batch = trainer.buffered_micro_batches[0]
     ids = torch.cat([batch["prompt_ids"][:rows], batch["completion_ids"][:rows]], 1)
     mask = torch.cat([batch["prompt_mask"][:rows], batch["completion_mask"][:rows]], 1)
     keep, completion_mask = batch["completion_ids"].size(1), batch["completion_mask"][:rows]
@@ -154,13 +154,13 @@ def shared_prompt_errors(trainer: Any, rows: int = 8) -> dict[str, float]:
     runs = []
     try:
         for shared in (False, True):
-            trainer.gapo_share_prompts = shared
+            trainer.gapo.share_prompts = shared
             trainer.model.zero_grad(set_to_none=True)
-            logps, _, _ = trainer._full_logits_logps(trainer.model_wrapped, ids, mask, keep)
+            logps, _, _ = trainer.completion_logps(trainer.model_wrapped, ids, mask, keep)
             (logps * completion_mask).sum().backward()
             runs.append(([logps.detach()[completion_mask.bool()].float()], lora_grads(trainer)))
     finally:
-        trainer.gapo_share_prompts = trainer.gapo_hardware.share_prompts
+        trainer.gapo.share_prompts = trainer.gapo.run_plan.share_prompts
         trainer.model.zero_grad(set_to_none=True)
     (plain_logps, plain_grads), (shared_logps, shared_grads) = runs
     return {"logps": relative_error(shared_logps, plain_logps), "grads": relative_error(shared_grads, plain_grads)}
@@ -257,7 +257,7 @@ def run_pair(args: argparse.Namespace, label: str) -> dict[str, Any]:
     trainer = build_trainer(config, hardware=hardware, train_dataset=dataset, callbacks=[figures])
     load_seconds = time.perf_counter() - start
     prompt_tokens = measure_prompt_tokens(trainer.processing_class, dataset)
-    plan, plan_error = trainer.gapo_plan, None
+    plan, plan_error = trainer.gapo.memory_plan, None
     if plan is None:  # CPU (dry run): no plan was needed; make one for the record, 8 GiB budget
         try:
             plan = plan_for_config(dataclasses.replace(config, memory_budget_gb=8.0), prompt_tokens=prompt_tokens, hardware=hardware)

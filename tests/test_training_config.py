@@ -160,3 +160,22 @@ def test_the_planner_is_asked_what_the_config_and_its_run_plan_say():
     assert (s.prompt_tokens, s.gpu_total_bytes) == (90, 10 * 2**30)
     plain = dataclasses.replace(c, backend="transformers", fast_inference=False)
     assert plan_settings(plain, resolve_hardware(plain, cuda=True, has_unsloth=True, processes=2)).backend == "transformers"
+
+
+def test_what_trl_would_refuse_is_refused_before_loading_and_grpo_args_runs_once(tiny_model_path, tmp_path, monkeypatch):
+    from gapo_lite.errors import UserError
+    from gapo_lite.training import build_trainer
+    from gapo_lite.training import trainer as trainer_module
+
+    unloadable = str(tmp_path / "no-model-here")  # loading it would fail: the error must come first
+    for bad, message in ((dict(extra_grpo_args={"nonesuch": 1}), "nonesuch is not a field of trl.GRPOConfig"),
+                         (dict(lr_scheduler_type="sometimes"), "lr_scheduler_type='sometimes' is not one transformers knows"),
+                         (dict(optim="adamw_fast"), "optim='adamw_fast' is not one transformers knows")):
+        with pytest.raises(UserError, match=message):
+            build_trainer(TrainConfig(model=unloadable, output_dir=str(tmp_path / "bad"), **bad))
+    calls = []
+    real = trainer_module.grpo_args
+    monkeypatch.setattr(trainer_module, "grpo_args", lambda *args, **kwargs: calls.append(1) or real(*args, **kwargs))
+    trainer = build_trainer(TrainConfig(model=str(tiny_model_path), num_generations=2, prompts_per_step=1, max_steps=1, output_dir=str(tmp_path / "run")))
+    assert calls == [1]
+    assert trainer.gapo.run_plan.backend == "transformers" and trainer.gapo.share_prompts and trainer.gapo.prompts_per_step == 1

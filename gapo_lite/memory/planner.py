@@ -97,6 +97,7 @@ from gapo_lite import batching
 from gapo_lite._bootstrap import LOADERS
 from gapo_lite.memory.specs import ModelSpec
 from gapo_lite.runplan import fast_inference_problem
+from gapo_lite.upstream import unsloth as upstream_unsloth  # the values read from Unsloth's sources
 
 GIB = 1024**3
 # Per quantized matrix, whatever its size: the NF4 code (16 fp32), double quant's nested code (256 fp32) and offset.
@@ -113,13 +114,8 @@ QUANTIZATIONS = ("4bit", "16bit", "32bit")
 ADAPTER_BYTES = 4  # the LoRA adapter and its gradient are fp32 on both backends (gapo_lite.training.trainer.keep_fp32_adapters)
 OPTIMIZER_STATE_BYTES = {"adamw": 8, "adamw_8bit": 2}  # AdamW's two states per parameter: fp32, or 8-bit
 OPTIMIZERS = {name: 2 * ADAPTER_BYTES + state for name, state in OPTIMIZER_STATE_BYTES.items()}  # bytes per LoRA parameter
-UNSLOTH_KV_INCREMENT = 512  # unsloth/models/llama.py KV_CACHE_INCREMENT: decode buffer rows beyond the prompt
-UNSLOTH_OFFLOAD_MIN_SEQ = 512  # unsloth/models/_utils.py ~L502-509: below this max_seq_length "unsloth" checkpointing is plain
 UNSLOTH_GRPO_MINI_BATCH = 1  # slices per log-prob call: the whole planned micro-batch in one forward
 LORA_PROJECTIONS = 7
-UNSLOTH_FUSED_CHUNK_BYTES = 2 * GIB  # unsloth_zoo.fused_losses.chunked_logprob: _CHUNK_GB default
-UNSLOTH_BYTES_PER_LOGIT = 8
-UNSLOTH_FUSED_MIN_ROWS = 512
 TERM_NAMES = (
     "weights",
     "lora_params_and_optimizer",
@@ -213,7 +209,7 @@ def lora_parameter_count(spec: ModelSpec, rank: int) -> int:
 
 def default_logit_chunk_multiplier(settings: PlanSettings) -> int:
     """Unsloth's default when ``unsloth_logit_chunk_multiplier`` is unset: ``max(4, seq_len // 4096)``."""
-    return max(4, (settings.prompt_tokens + settings.completion_tokens) // 4096)
+    return upstream_unsloth.logit_chunk_multiplier(settings.prompt_tokens + settings.completion_tokens)
 
 
 def _weights(spec: ModelSpec, s: PlanSettings) -> int:
@@ -239,8 +235,8 @@ def layer_backward_elements(spec: ModelSpec) -> int:
 
 def checkpointed_inputs_on_gpu(spec: ModelSpec, s: PlanSettings) -> int:
     """Layers whose saved inputs stay on the GPU under gradient checkpointing: two with Unsloth's offloading, which
-    it uses from a ``max_seq_length`` of 512 (:data:`UNSLOTH_OFFLOAD_MIN_SEQ`), every layer otherwise."""
-    offloading = s.backend == "unsloth" and s.max_seq_length >= UNSLOTH_OFFLOAD_MIN_SEQ
+    it uses from a ``max_seq_length`` of 512 (``OFFLOAD_MIN_SEQ`` in :mod:`gapo_lite.upstream.unsloth`), every layer otherwise."""
+    offloading = s.backend == "unsloth" and s.max_seq_length >= upstream_unsloth.OFFLOAD_MIN_SEQ
     return 2 if offloading else spec.num_layers
 
 
@@ -261,9 +257,10 @@ def _logits(spec: ModelSpec, s: PlanSettings, chunk: int, multiplier: int | None
         return 2 * chunk * (C + 1) * V * a + 2 * C * V * 4
     hidden = 2 * chunk * C * spec.hidden_size * a
     rows_multiplier = math.ceil(C / (multiplier or default_logit_chunk_multiplier(s)))
-    rows_fused = min(UNSLOTH_FUSED_CHUNK_BYTES // (V * UNSLOTH_BYTES_PER_LOGIT), max(UNSLOTH_FUSED_MIN_ROWS, math.ceil(chunk * C / 8)))
+    per_logit, chunk_bytes = upstream_unsloth.BYTES_PER_LOGIT, int(upstream_unsloth.FUSED_CHUNK_GB * GIB)
+    rows_fused = min(chunk_bytes // (V * per_logit), max(upstream_unsloth.FUSED_MIN_ROWS, math.ceil(chunk * C / 8)))
     rows = min(max(rows_multiplier, rows_fused), chunk * C)
-    return hidden + rows * V * UNSLOTH_BYTES_PER_LOGIT
+    return hidden + rows * V * per_logit
 
 
 def _kv_bytes(spec: ModelSpec, s: PlanSettings, tokens: int) -> int:
@@ -275,8 +272,9 @@ def kv_cache_rows(s: PlanSettings) -> int:
     """KV cache rows per sequence: ``P + C`` (transformers), Unsloth's decode buffer ``P + 1 + 512k`` (unsloth)."""
     if s.backend != "unsloth":
         return s.prompt_tokens + s.completion_tokens
-    increments = max(1, math.ceil((s.completion_tokens - 1) / UNSLOTH_KV_INCREMENT))
-    return s.prompt_tokens + 1 + UNSLOTH_KV_INCREMENT * increments
+    step = upstream_unsloth.KV_CACHE_INCREMENT
+    increments = max(1, math.ceil((s.completion_tokens - 1) / step))
+    return s.prompt_tokens + 1 + step * increments
 
 
 def _kv_cache(spec: ModelSpec, s: PlanSettings) -> int:

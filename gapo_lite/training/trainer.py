@@ -15,7 +15,7 @@ from gapo_lite.rewards import FrequencyScorer, GroupReward, InvalidBelowMode, Ta
 from gapo_lite.runplan import RunPlan, resolve_hardware
 from gapo_lite.sampling import ensure_pad_token
 from gapo_lite.training.config import TrainConfig
-from gapo_lite.training.trl_config import grpo_args, grpo_kwargs  # noqa: F401  (re-exported)
+from gapo_lite.training.trl_config import check_trl_accepts, grpo_args, grpo_kwargs  # noqa: F401  (grpo_kwargs re-exported)
 
 logger = logging.getLogger("gapo_lite")
 
@@ -166,11 +166,11 @@ def build_trainer(
     print(f"gapo-lite: {hardware.describe()}")
     hardware.check_one_gpu_per_process()
     hardware.import_backend()  # Unsloth before trl/transformers/peft, when it is the backend
-    from gapo_lite.training.gapo_trainer import gapo_trainer_class
+    from gapo_lite.training.gapo_trainer import GAPOState, gapo_trainer_class
 
     out = Path(config.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    grpo_args(config, config.chunk_size or hardware.per_process_batch(config), hardware=hardware)  # TRL's rules, before loading
+    check_trl_accepts(config, hardware)  # before loading: the GRPOConfig itself waits for the chunking, which may need the model
     if model is None:
         model, tokenizer = load_for_config(config, hardware)
     if config.freeze_embeddings and not config.use_lora:
@@ -200,17 +200,14 @@ def build_trainer(
         args=args,
         train_dataset=train_dataset,
         callbacks=[*kit_callbacks(config, out), *callbacks],
+        gapo=GAPOState(run_plan=hardware, memory_plan=chunking.plan, prompts_per_step=config.prompts_per_step,
+                       share_prompts=hardware.share_prompts),
     )
     if config.clean_answers:
         hook.end_token_ids = frozenset(end_token_ids(trainer))  # a completion cut off at max_completion_length scores invalid
     if config.use_lora and hardware.backend == "transformers":  # Unsloth's trainer leaves its adapters as it made them
         keep_fp32_adapters(trainer.model)
-    trainer.gapo_plan_table = chunking.table
-    trainer.gapo_plan = chunking.plan
-    trainer.gapo_prompts_per_step = config.prompts_per_step
-    trainer.gapo_hardware = hardware
-    trainer.gapo_share_prompts = hardware.share_prompts
-    if trainer.gapo_share_prompts:
+    if hardware.share_prompts:
         from gapo_lite.training.shared_prompt import share_prompts_in_generation
 
         share_prompts_in_generation(trainer.model)

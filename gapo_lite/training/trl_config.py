@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from gapo_lite.errors import UserError
 from gapo_lite.runplan import RunPlan, resolve_hardware
 from gapo_lite.training.config import TrainConfig
 
@@ -86,9 +87,30 @@ def grpo_kwargs(config: TrainConfig, hardware: RunPlan, chunk_size: int, extras:
     return kwargs
 
 
+def check_trl_accepts(config: TrainConfig, hardware: RunPlan) -> None:
+    """Refuse now, before a model loads, what TRL's ``GRPOConfig`` would refuse of the user's own choices: an
+    ``extra_grpo_args`` key it has no field for, an ``optim`` or ``lr_scheduler_type`` transformers does not know.
+
+    The kit's own arguments meet TRL's rules by construction (:mod:`gapo_lite.batching`, ``TrainConfig.validate``);
+    the ``GRPOConfig`` itself is built once, by :func:`grpo_args`, when the chunking is known, which on a GPU needs
+    the loaded model. Call it after the backend is imported (Unsloth's ``GRPOConfig`` has fields of its own)."""
+    import trl
+    from transformers.trainer_utils import SchedulerType
+    from transformers.training_args import OptimizerNames
+
+    accepted = {f.name for f in dataclasses.fields(trl.GRPOConfig)}
+    unknown = sorted(k for k in config.extra_grpo_args if k not in accepted and not k.startswith("unsloth_"))  # unsloth_*: dropped (grpo_args)
+    if unknown:
+        raise UserError(f"TrainConfig.extra_grpo_args: {', '.join(unknown)} is not a field of trl.GRPOConfig")
+    for name, value, known in (("optim", hardware.optim, OptimizerNames), ("lr_scheduler_type", config.lr_scheduler_type, SchedulerType)):
+        names = [member.value for member in known]
+        if value not in names:
+            raise UserError(f"TrainConfig.{name}={value!r} is not one transformers knows; known: {', '.join(names)}")
+
+
 def grpo_args(config: TrainConfig, chunk_size: int, extras: dict[str, Any] | None = None, hardware: RunPlan | None = None) -> Any:
-    """TRL's ``GRPOConfig`` (Unsloth's patched one once Unsloth is imported); fields only Unsloth's config has are
-    dropped when the class does not accept them."""
+    """TRL's ``GRPOConfig`` (Unsloth's patched one once Unsloth is imported), built once per run; fields only
+    Unsloth's config has are dropped when the class does not accept them."""
     import trl
 
     hardware = hardware or resolve_hardware(config)
