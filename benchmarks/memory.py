@@ -207,7 +207,7 @@ def resident_terms(model_dir: Path, lora_rank: int) -> dict[str, int]:
     from gapo_lite.runplan import resolve_run_plan
 
     plan = resolve_run_plan(backend="transformers", load_in_4bit=True, precision="fp32", gradient_checkpointing=False)
-    model, _ = load_model(model_dir, plan=plan, lora=LoraSettings(r=lora_rank, alpha=2 * lora_rank, dropout=0.1))
+    model, _ = load_model(model_dir, run_plan=plan, lora=LoraSettings(r=lora_rank, alpha=2 * lora_rank, dropout=0.1))
     lora = [p for p in model.parameters() if p.requires_grad]
     frozen = [p for p in model.parameters() if not p.requires_grad]
     optimizer = torch.optim.AdamW(lora, lr=1e-5)

@@ -91,7 +91,7 @@ def fast_inference_problem(backend: str, cuda: bool) -> str | None:
 
 @dataclass(frozen=True)
 class RunPlan:
-    """The run's decisions. Build it with :func:`resolve_hardware` (from a ``TrainConfig``) or :func:`resolve_run_plan`."""
+    """The run's decisions. Build it with :func:`run_plan_for` (from a ``TrainConfig``) or :func:`resolve_run_plan`."""
 
     cuda: bool
     world_size: int
@@ -207,9 +207,6 @@ class RunPlan:
         import_backend(self.backend)
 
 
-HardwarePlan = RunPlan  # the same class under the name scripts and notebooks use
-
-
 def choose_precision(backend: str, cuda: bool, requested: str = "auto") -> str:
     """``"unsloth"`` (Unsloth picks), ``"bf16"`` on a GPU with native bf16, ``"fp16"`` on one without; on a CPU
     :func:`~gapo_lite._bootstrap.cpu_precision`. ``requested`` ("auto", "bf16", "fp32") forces one; fp32 is refused
@@ -304,6 +301,6 @@ def resolve_run_plan(
 PLANNED_FIELDS = ("backend", "load_in_4bit", "fast_inference", "optim", "gradient_checkpointing", "precision")  # what a TrainConfig asks for
 
 
-def resolve_hardware(config: Any, *, cuda: bool | None = None, has_unsloth: bool | None = None, processes: int | None = None) -> RunPlan:
+def run_plan_for(config: Any, *, cuda: bool | None = None, has_unsloth: bool | None = None, processes: int | None = None) -> RunPlan:
     """The run plan for ``config`` (a ``TrainConfig``) on this machine (or the one described by the keywords)."""
     return resolve_run_plan(**{name: getattr(config, name) for name in PLANNED_FIELDS}, cuda=cuda, has_unsloth=has_unsloth, processes=processes)

@@ -16,7 +16,7 @@ weights make the text meaningless; the check is about memory, speed and the code
 Stages, each in its own subprocess (``scripts/gpu_check_worker.py``) with its own timeout
 (``--stage-timeout-s``, cut to what is left of ``--time-budget-s``), in this order:
 
-1. ``7B/unsloth/pair``: ``build_trainer`` (hardware plan, measured prompts, memory plan, GAPOTrainer),
+1. ``7B/unsloth/pair``: ``build_trainer`` (run plan, measured prompts, memory plan, GAPOTrainer),
    ``--steps`` steps of G=32 with 256-token completions forced to full length: peak VRAM next to the plan's
    estimate, step time, generated tokens/s;
 2. ``7B/unsloth/train``: recipe ``qwen7b_lists`` through the real ``train()`` (2 steps, ``memory_budget_gb``

@@ -23,9 +23,9 @@ SCRIPT = textwrap.dedent(
     logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stdout)
     import gapo_lite
     from gapo_lite.training import TrainConfig
-    from gapo_lite.runplan import resolve_hardware
+    from gapo_lite.runplan import run_plan_for
     after_import = "unsloth" in sys.modules
-    hw = resolve_hardware(TrainConfig(backend=sys.argv[1]))
+    hw = run_plan_for(TrainConfig(backend=sys.argv[1]))
     if sys.argv[2] == "early":
         sys.modules["peft"] = types.ModuleType("peft")  # as if the user imported peft before training
     hw.import_backend()

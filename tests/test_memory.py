@@ -19,12 +19,12 @@ TOY = ModelSpec(name="toy", num_params=count_parameters(**TOY_SHAPES), **TOY_SHA
 
 def paper(**changes) -> PlanSettings:
     """The planner's settings for the paper's TrainConfig on a CUDA GPU with Unsloth (as train() derives them), changed."""
-    from gapo_lite.runplan import resolve_hardware
+    from gapo_lite.runplan import run_plan_for
     from gapo_lite.training import TrainConfig
     from gapo_lite.training.planning import plan_settings
 
     config = TrainConfig()
-    return dataclasses.replace(plan_settings(config, resolve_hardware(config, cuda=True, has_unsloth=True, processes=1)), **changes)
+    return dataclasses.replace(plan_settings(config, run_plan_for(config, cuda=True, has_unsloth=True, processes=1)), **changes)
 
 
 def toy_settings(**overrides) -> PlanSettings:

@@ -2,7 +2,7 @@
 import pytest
 
 from gapo_lite.cli import main
-from gapo_lite.training import TrainConfig
+from gapo_lite.training import TrainConfig, run_plan_for
 from gapo_lite.training.recipes import load_recipe
 from gapo_lite.training.trainer import grpo_args
 
@@ -41,7 +41,8 @@ def test_yaml_round_trip(tmp_path):
 
 
 def test_grpo_args_one_optimizer_step_per_generation_batch():
-    args = grpo_args(TrainConfig(num_generations=8, prompts_per_step=4, chunk_size=4, output_dir="/tmp/x"), 4)
+    config = TrainConfig(num_generations=8, prompts_per_step=4, chunk_size=4, output_dir="/tmp/x")
+    args = grpo_args(config, run_plan_for(config), 4)
     assert args.per_device_train_batch_size == 4
     assert args.gradient_accumulation_steps == args.steps_per_generation == 8
     assert args.generation_batch_size == 32 and args.generation_batch_size % args.num_generations == 0
@@ -77,12 +78,13 @@ def test_plan_for_config_gives_trl_valid_chunking():
     from gapo_lite.training.planning import plan_for_config
 
     config = TrainConfig(model="qwen2.5-7b", memory_budget_gb=24)
-    plan = plan_for_config(config)
-    assert plan.fits and (config.prompts_per_step * config.num_generations) % plan.chunk_size == 0
-    args = grpo_args(TrainConfig(output_dir="/tmp/x", chunk_size=plan.chunk_size), plan.chunk_size)
-    assert args.generation_batch_size == 256 and args.steps_per_generation == plan.steps_per_generation
+    memory_plan = plan_for_config(config)
+    assert memory_plan.fits and (config.prompts_per_step * config.num_generations) % memory_plan.chunk_size == 0
+    chunked = TrainConfig(output_dir="/tmp/x", chunk_size=memory_plan.chunk_size)
+    args = grpo_args(chunked, run_plan_for(chunked), memory_plan.chunk_size)
+    assert args.generation_batch_size == 256 and args.steps_per_generation == memory_plan.steps_per_generation
     roomy = plan_for_config(TrainConfig(model="qwen2.5-7b", memory_budget_gb=80))
-    assert roomy.chunk_size >= plan.chunk_size
+    assert roomy.chunk_size >= memory_plan.chunk_size
 
 
 def test_32b_recipe_states_the_smallest_budget_the_planner_accepts():
@@ -90,7 +92,7 @@ def test_32b_recipe_states_the_smallest_budget_the_planner_accepts():
     import re
 
     from gapo_lite.memory import GIB, MemoryPlanError, ModelSpec, minimum_budget_bytes, plan_memory
-    from gapo_lite.runplan import resolve_hardware
+    from gapo_lite.runplan import run_plan_for
     from gapo_lite.training.planning import plan_settings
     from gapo_lite.training.recipes import load_recipe_file
 
@@ -98,7 +100,7 @@ def test_32b_recipe_states_the_smallest_budget_the_planner_accepts():
     text = recipe.path.read_text()
     stated = float(re.search(r"Smallest budget the planner accepts for this recipe: ([\d.]+) GiB", text).group(1))
     c = recipe.config
-    settings = plan_settings(c, resolve_hardware(c, cuda=True, has_unsloth=True, processes=1), prompt_tokens=128)
+    settings = plan_settings(c, run_plan_for(c, cuda=True, has_unsloth=True, processes=1), prompt_tokens=128)
     assert (settings.quantization, settings.backend, settings.optimizer) == ("4bit", "unsloth", "adamw_8bit")
     spec = ModelSpec.builtin(c.model)
     assert stated == round(minimum_budget_bytes(spec, settings) / GIB, 2)
@@ -127,18 +129,18 @@ def test_prompt_tokens_are_measured_from_the_dataset(tiny_model_path):
 def test_cuda_chunking_plans_with_the_measured_prompts_and_the_real_backend():
     import dataclasses
 
-    from gapo_lite.runplan import resolve_hardware
+    from gapo_lite.runplan import run_plan_for
     from gapo_lite.training.trainer import resolve_chunk_size
 
     config = TrainConfig(model="qwen2.5-7b", memory_budget_gb=24, max_completion_length=32)
-    gpu = dataclasses.replace(resolve_hardware(config), cuda=True, backend="unsloth", precision="unsloth", optim="adamw_8bit",
+    gpu = dataclasses.replace(run_plan_for(config), cuda=True, backend="unsloth", precision="unsloth", optim="adamw_8bit",
                               gradient_checkpointing=True, load_in_4bit=True)
     chunking = resolve_chunk_size(config, gpu, prompt_tokens=90)
     assert "90 prompt + 32 completion tokens" in chunking.table and "backend unsloth" in chunking.table
-    assert chunking.plan.settings["optimizer"] == "adamw_8bit" and chunking.plan.chunk_size == chunking.chunk_size
+    assert chunking.memory_plan.settings["optimizer"] == "adamw_8bit" and chunking.memory_plan.chunk_size == chunking.chunk_size
     assert chunking.extras == {"unsloth_grpo_mini_batch": 1}
     assert 256 % chunking.chunk_size == 0
-    cpu = resolve_chunk_size(config, resolve_hardware(config))
+    cpu = resolve_chunk_size(config, run_plan_for(config))
     assert (cpu.chunk_size, cpu.table, cpu.extras) == (256, None, {})  # CPU: one pass, no plan
 
 
@@ -146,12 +148,12 @@ def test_the_planner_is_asked_what_the_config_and_its_run_plan_say():
     """The planner has no defaults of its own: every setting follows the TrainConfig or its run plan."""
     import dataclasses
 
-    from gapo_lite.runplan import resolve_hardware
+    from gapo_lite.runplan import run_plan_for
     from gapo_lite.training.planning import plan_settings
 
     c = TrainConfig(lora_r=16, num_generations=4, prompts_per_step=2, max_completion_length=48, max_seq_length=384, gpu_memory_utilization=0.3,
                     fast_inference=True, load_in_4bit=False, optim="adamw_torch", gradient_checkpointing=False)
-    run = resolve_hardware(c, cuda=True, has_unsloth=True, processes=2)
+    run = run_plan_for(c, cuda=True, has_unsloth=True, processes=2)
     s = plan_settings(c, run, prompt_tokens=90, total_bytes=10 * 2**30)
     assert (s.lora_rank, s.num_generations, s.prompts_per_step, s.completion_tokens, s.max_seq_length, s.gpu_memory_utilization) == (
         16, 4, 2, 48, 384, 0.3)
@@ -159,7 +161,7 @@ def test_the_planner_is_asked_what_the_config_and_its_run_plan_say():
         "16bit", "unsloth", "adamw", False, 2, True)
     assert (s.prompt_tokens, s.gpu_total_bytes) == (90, 10 * 2**30)
     plain = dataclasses.replace(c, backend="transformers", fast_inference=False)
-    assert plan_settings(plain, resolve_hardware(plain, cuda=True, has_unsloth=True, processes=2)).backend == "transformers"
+    assert plan_settings(plain, run_plan_for(plain, cuda=True, has_unsloth=True, processes=2)).backend == "transformers"
 
 
 def test_what_trl_would_refuse_is_refused_before_loading_and_grpo_args_runs_once(tiny_model_path, tmp_path, monkeypatch):

@@ -25,9 +25,9 @@ def run(args: argparse.Namespace) -> int:
 
         print(yaml.safe_dump(config.to_dict(), sort_keys=False))
         return 0
-    from gapo_lite.runplan import resolve_hardware
+    from gapo_lite.runplan import run_plan_for
 
-    hardware = resolve_hardware(config)  # an impossible request (4-bit here, fp32 on Unsloth, ...) stops before the recipe builds anything
+    run_plan = run_plan_for(config)  # an impossible request (4-bit here, fp32 on Unsloth, ...) stops before the recipe builds anything
     recipe.prepare_for(config)
     require_local_model(config.model, "model")
     from gapo_lite.memory import MemoryPlanError
@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     from gapo_lite.training.plan_cli import report_plan_error
 
     try:
-        result = train(config, hardware=hardware, **recipe.train_kwargs(config))
+        result = train(config, run_plan=run_plan, **recipe.train_kwargs(config))
     except MemoryPlanError as err:  # raised before the first step: the table says what would fit
         return report_plan_error(err, "gapo-lite train")
     print(f"gapo-lite: done at step {result.global_step}; adapter in {result.adapter_dir}, metrics in {result.metrics_path}")

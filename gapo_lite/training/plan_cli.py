@@ -60,13 +60,13 @@ def plan_from_args(args: argparse.Namespace) -> MemoryPlan:
         max_completion_length=args.completion_tokens, memory_budget_gb=args.budget_gb, fast_inference=args.fast_inference,
         gpu_memory_utilization=args.gpu_memory_utilization, load_in_4bit=args.quantization == "4bit", max_seq_length=args.max_seq_length,
     )
-    hardware = resolve_run_plan(
+    run_plan = resolve_run_plan(
         backend=args.backend, load_in_4bit=config.load_in_4bit, fast_inference=args.fast_inference,
         optim="adamw_8bit" if args.optimizer == "adamw_8bit" else "adamw_torch", gradient_checkpointing=args.gradient_checkpointing,
         precision="fp32" if args.quantization == "32bit" else "auto", cuda=True, has_unsloth=True, processes=args.world_size,
     )
     total = None if args.gpu_total_gb is None else int(args.gpu_total_gb * GIB)
-    return plan_for_config(config, prompt_tokens=args.prompt_tokens, hardware=hardware, total_bytes=total)
+    return plan_for_config(config, prompt_tokens=args.prompt_tokens, run_plan=run_plan, total_bytes=total)
 
 
 def report_plan_error(err: MemoryPlanError, command: str, as_json: bool = False) -> int:
