@@ -5,7 +5,7 @@
    "7" / "3 + 4 = 7" / "The answer is 7" (so it mostly uses one format);
 3. train it with GAPO's accuracy-first scorer (:class:`~gapo_lite.rewards.AccuracyDiversityScorer`: wrong
    answers -1, correct ones the frequency reward over solution clusters) and, from the same start, with a
-   plain per-sample accuracy reward (:class:`~gapo_lite.rewards.AccuracyReward`: 1 correct, 0 wrong; ``baseline=True``);
+   plain per-sample accuracy reward (:class:`~gapo_lite.rewards.AccuracyScorer`: 1 correct, 0 wrong; ``baseline=True``);
 4. measure accuracy and the diversity of the correct solutions at T = 0.7 and 1.0.
 
 Clustering uses the number-masked format signature (:func:`gapo_lite.data.arithmetic.format_clusterer`),
@@ -148,14 +148,14 @@ def experiment(s: AccuracySettings) -> Experiment:
     from gapo_lite.data.arithmetic import arithmetic_words, build_arithmetic_dataset, format_signature, strict_answer
     from gapo_lite.lab.supervised import supervised_pretrain
     from gapo_lite.lab.tiny import build_tiny_model
-    from gapo_lite.rewards import AccuracyReward
+    from gapo_lite.rewards import AccuracyScorer
 
     def data():
         return build_arithmetic_dataset(s.rl_steps * s.prompts_per_step, max_operand=s.max_operand, seed=s.seed)
 
     runs = [RLRun("gapo", LABELS["gapo"], gapo_scorer, data)]
     if s.baseline:
-        runs.append(RLRun("baseline", LABELS["baseline"], lambda: AccuracyReward(strict_answer, label=format_signature), data))
+        runs.append(RLRun("baseline", LABELS["baseline"], lambda: AccuracyScorer(strict_answer, label=format_signature), data))
     return Experiment(
         settings=s,
         build_model=lambda path: build_tiny_model(path, words=arithmetic_words(s.max_operand), hidden_size=s.hidden_size,

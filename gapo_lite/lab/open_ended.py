@@ -6,7 +6,7 @@
 3. train it with GAPO (:class:`~gapo_lite.rewards.CategoryScorer`: one
    :class:`~gapo_lite.rewards.OpenEndedFrequencyScorer` per category, validator = the category's word list)
    on the TRAINING categories only; optionally, from the same start, plain GRPO with a per-sample
-   validity reward (:class:`~gapo_lite.rewards.ValidityReward`, ``baseline=True``);
+   validity reward (:class:`~gapo_lite.rewards.ValidityScorer`, ``baseline=True``);
 4. measure Unique@N (N samples per prompt), valid rate and the favourite's share on training and
    held-out categories at T = 0.7 and 1.0.
 
@@ -95,14 +95,14 @@ def experiment(s: OpenSettings) -> Experiment:
     from gapo_lite.data.open_ended import build_open_ended_dataset, prompt_words
     from gapo_lite.lab.supervised import supervised_pretrain
     from gapo_lite.lab.tiny import build_tiny_model
-    from gapo_lite.rewards import ValidityReward, open_ended_scorer
+    from gapo_lite.rewards import ValidityScorer, open_ended_scorer
 
     def data():
         return build_open_ended_dataset(s.rl_steps * s.prompts_per_step, split="train", seed=s.seed)
 
     runs = [RLRun("gapo", LABELS["gapo"], lambda: open_ended_scorer("train", clean=False), data)]
     if s.baseline:
-        runs.append(RLRun("baseline", LABELS["baseline"], lambda: ValidityReward(open_ended_scorer("train", clean=False)), data))
+        runs.append(RLRun("baseline", LABELS["baseline"], lambda: ValidityScorer(open_ended_scorer("train", clean=False)), data))
     return Experiment(
         settings=s,
         build_model=lambda path: build_tiny_model(path, words=prompt_words("all"), hidden_size=s.hidden_size, num_layers=s.num_layers,

@@ -13,7 +13,7 @@ class CategoryScorer:
     :class:`OpenEndedFrequencyScorer` of its ``category`` column (validator = that category's vocabulary,
     L = its size; ``nouns``: category -> what its prompt asks for, read as the scorer's ``noun``)."""
 
-    name = "gapo_open_ended"
+    name = "gapo_categories"
 
     def __init__(self, vocabularies_by_category: dict[str, Sequence[str]], *, column: str = "category", invalid_reward: float = -1.0,
                  clean: bool = True, nouns: dict[str, str] | None = None) -> None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gapo_lite.rewards import FrequencyScorer, GroupReward, InvalidBelowMode, TaskScorer, ValidityReward, open_ended_scorer
+from gapo_lite.rewards import FrequencyScorer, GroupReward, InvalidBelowMode, TaskScorer, ValidityScorer, open_ended_scorer
 from gapo_lite.runplan import RunPlan, run_plan_for
 from gapo_lite.sampling import ensure_pad_token
 from gapo_lite.training.config import TrainConfig
@@ -44,7 +44,7 @@ def make_scorer(config: TrainConfig):
                                   vocabulary=config.open_vocabulary)
         gapo = TaskScorer({"list": gapo, "open": opens}, column=TASK_COLUMN)
     if config.reward == "validity":
-        return ValidityReward(gapo, config.invalid_reward)
+        return ValidityScorer(gapo, config.invalid_reward)
     return gapo if config.invalid_margin is None else InvalidBelowMode(gapo, config.invalid_margin)
 
 
