@@ -145,8 +145,18 @@ def test_every_scorer_is_a_group_scorer_with_a_name_of_its_own():
     """One protocol, GroupScorer: each scorer scores one group and says its answers; the hook logs under its name."""
     import numpy as np
 
-    from gapo_lite.rewards import (AccuracyDiversityScorer, AccuracyScorer, CategoryScorer, FrequencyScorer, GroupScorer, InvalidBelowMode,
-                                   OpenEndedFrequencyScorer, SemanticScorer, TaskScorer, ValidityScorer)
+    from gapo_lite.rewards import (
+        AccuracyDiversityScorer,
+        AccuracyScorer,
+        CategoryScorer,
+        FrequencyScorer,
+        GroupScorer,
+        InvalidBelowMode,
+        OpenEndedFrequencyScorer,
+        SemanticScorer,
+        TaskScorer,
+        ValidityScorer,
+    )
 
     own = [FrequencyScorer(), ValidityScorer(), OpenEndedFrequencyScorer(["Apple"]), CategoryScorer({"fruit": ["Apple"]}),
            SemanticScorer(embed=lambda texts: np.eye(len(texts))), AccuracyScorer(), AccuracyDiversityScorer(cluster=lambda texts: list(range(len(texts)))),

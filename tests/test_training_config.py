@@ -181,3 +181,30 @@ def test_what_trl_would_refuse_is_refused_before_loading_and_grpo_args_runs_once
     trainer = build_trainer(TrainConfig(model=str(tiny_model_path), num_generations=2, prompts_per_step=1, max_steps=1, output_dir=str(tmp_path / "run")))
     assert calls == [1]
     assert trainer.gapo.run_plan.backend == "transformers" and trainer.gapo.share_prompts and trainer.gapo.prompts_per_step == 1
+
+
+def test_list_settings_prints_every_field_with_its_help_by_group(capsys):
+    """Each TrainConfig field carries its help (field metadata, as TRL's GRPOConfig); --list-settings prints them in
+    their groups, which are the source's comment headings; a bad --set key names the valid ones."""
+    import dataclasses
+    import inspect
+    import re
+
+    from gapo_lite.errors import UserError
+    from gapo_lite.training import config as config_module
+
+    fields = dataclasses.fields(TrainConfig)
+    assert all(len(f.metadata.get("help", "")) > 10 for f in fields), [f.name for f in fields if len(f.metadata.get("help", "")) <= 10]
+    source = inspect.getsource(TrainConfig)
+    headings = re.findall(r"# --- (.+?) -+\n\s+(\w+):", source)
+    assert {first: title for title, first in headings} == config_module.GROUPS
+    with pytest.raises(SystemExit) as done:
+        main(["train", "--list-settings"])  # no recipe needed, like --help
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert [line for line in out.splitlines() if line in config_module.GROUPS.values()] == list(config_module.GROUPS.values())
+    for f in fields:
+        assert f"  {f.name}: " in out and f.metadata["help"].split()[0] in out
+    assert "  backend: auto | unsloth | transformers = auto" in out and "  lora_r: int = 64" in out
+    with pytest.raises(UserError, match="unknown TrainConfig key 'lora_rank'; known: .*lora_r, "):
+        main(["train", "--recipe", "tiny_lists", "--set", "lora_rank=8"])
