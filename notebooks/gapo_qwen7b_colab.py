@@ -213,8 +213,8 @@ for answer, reward in zip(answers, frequency_aware_rewards(answers, items)):
 
 # %%
 import contextlib
-from gapo_lite.eval.lists import run_lists
-from gapo_lite.eval.open_ended import run_open
+from gapo_lite.eval.list_suite import run_lists
+from gapo_lite.eval.open_suite import run_open
 from gapo_lite.eval.runner import DEFAULT_MAX_NEW_TOKENS
 from gapo_lite.eval.settings import SampleSettings
 

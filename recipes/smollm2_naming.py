@@ -11,9 +11,9 @@ is the answer alone. docs/smollm2.md measures this recipe (two seeds, the open s
 """
 import dataclasses
 
-from gapo_lite.data.open_ended import naming_dataset
-from gapo_lite.eval.open_ended import NOUNS, vocabulary_for
-from gapo_lite.eval.open_ended import PROMPTS as SUITE_PROMPTS
+from gapo_lite.data.open_prompts import naming_dataset
+from gapo_lite.eval.open_suite import NOUNS, vocabulary_for
+from gapo_lite.eval.open_suite import PROMPTS as SUITE_PROMPTS
 from gapo_lite.rewards import CategoryScorer, ValidityScorer
 from gapo_lite.training.recipes import load_recipe
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from gapo_lite.eval.lists import pressure_by_prompt
+from gapo_lite.eval.list_suite import pressure_by_prompt
 from gapo_lite.lab.demo import DemoSettings, format_table, reading, run, start_line
 from gapo_lite.lab.plots import plot_curves, read_curves
 from gapo_lite.lab.regimes import RegimeSettings

@@ -139,7 +139,7 @@ def test_lists_suite_recomputed_from_its_samples(full_run):
 def test_score_list_against_the_simpler_implementations():
     """The tiny random model names no list item, so the end-to-end JSD above is undefined; here a list with
     valid choices is scored and checked against the by-hand JSD and counts."""
-    from gapo_lite.eval.lists import score_list
+    from gapo_lite.eval.list_suite import score_list
 
     items = ("Owl", "Cat", "Dog", "Sea lion")
     texts = ["owl", "I pick the Owl.", "cat", "Sea lion!", "nothing", "Owl and Cat"]

@@ -201,11 +201,12 @@ def test_follow_up_scripts_refuse_missing_arguments_and_runs(tmp_path, script, a
 
 def test_measure_samples_in_the_settings_precision(monkeypatch):
     """The lists and open suites sample with SmolSettings.precision (fp32 reproduces a full-precision run)."""
-    from gapo_lite.eval import lists, open_ended
+    from gapo_lite.eval import list_suite as lists
+    from gapo_lite.eval import open_suite as open_ended
 
     seen = []
 
-    from gapo_lite.eval.lists import reply_form
+    from gapo_lite.eval.list_suite import reply_form
 
     splits = []
 
@@ -252,7 +253,7 @@ def test_heldout_jsd_standard_error_is_zero_for_a_fixed_answer_and_shrinks_with_
     """smollm2_report.heldout_jsd_se bootstraps each list's samples: no spread when every answer is the same."""
     import random
 
-    from gapo_lite.eval.lists import make_eval_lists
+    from gapo_lite.eval.list_suite import make_eval_lists
     from gapo_lite.lab.smollm2_report import heldout_jsd_se
 
     lists = make_eval_lists(10, 8, 4, 3, split="heldout")
@@ -408,7 +409,7 @@ def _seed_folder(root, name, seed, runs, open_share=0.0, open_vocabulary="word_l
     "Snake" to "Name an animal.", the runs "Snake", "Shark" and "Lion"."""
     import json
 
-    from gapo_lite.eval import open_ended
+    from gapo_lite.eval import open_suite as open_ended
     from gapo_lite.lab.smollm2 import open_record
 
     def measured(jsd, animals):
@@ -724,7 +725,7 @@ def test_rl_on_fixed_lists_trains_on_the_suites_prompts_or_on_fixed_training_lis
     from collections import Counter
 
     from gapo_lite.data import categories, format_prompt
-    from gapo_lite.eval.lists import DEFAULT_TEMPLATE, make_eval_lists
+    from gapo_lite.eval.list_suite import DEFAULT_TEMPLATE, make_eval_lists
     from gapo_lite.lab.smollm2 import SmolSettings, fixed_lists_dataset
 
     s = SmolSettings(seed=1, rl_lists="measured")
@@ -774,7 +775,7 @@ def test_item_ranks_tell_a_traded_favourite_from_a_spread():
     """A run that answers as the start did with two items' names swapped keeps the start's shape by its own ranks and
     loses the start's favourite by the start's; a run that answers uniformly is flat either way; lists with no
     valid answer are left out of the mean."""
-    from gapo_lite.eval.lists import make_eval_lists
+    from gapo_lite.eval.list_suite import make_eval_lists
     from gapo_lite.lab.smollm2_report import item_ranks, uniform_own_ranks
 
     lists = make_eval_lists(2, seed=3)

@@ -19,7 +19,7 @@ from gapo_lite.data.arithmetic import (
     strict_answer,
 )
 from gapo_lite.data.gsm8k import gsm8k_rows
-from gapo_lite.data.open_ended import (
+from gapo_lite.data.open_prompts import (
     EVAL_SUITE_OVERLAP,
     build_open_ended_dataset,
     open_prompt,

@@ -232,8 +232,8 @@ def run_suite(job: EvalJob, suite: str, model: Any, tokenizer: Any) -> dict[str,
     """One suite on one loaded model; samples are written to ``samples/`` by the caller."""
     from gapo_lite.eval import bench as bench_mod
     from gapo_lite.eval.creative import run_creative
-    from gapo_lite.eval.lists import run_lists
-    from gapo_lite.eval.open_ended import run_open
+    from gapo_lite.eval.list_suite import run_lists
+    from gapo_lite.eval.open_suite import run_open
 
     o = job.options
     if suite == "lists":
@@ -245,7 +245,7 @@ def run_suite(job: EvalJob, suite: str, model: Any, tokenizer: Any) -> dict[str,
         result.pop("ended")
         return result
     if suite == "guard":
-        from gapo_lite.eval.guard import run_guard
+        from gapo_lite.eval.guard_suite import run_guard
 
         settings = job.settings[suite]
         return run_guard(model, tokenizer, max_new_tokens=settings.max_new_tokens, batch_size=settings.batch_size, precision=settings.precision,

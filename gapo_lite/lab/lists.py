@@ -93,7 +93,7 @@ def pretrain_list_model(model: Any, tokenizer: Any, s: Any, *, copy_steps: int, 
 
 def measure(model: Any, tokenizer: Any, s: Any) -> dict[str, Any]:
     """Lists-suite metrics on held-out and training categories at each evaluation temperature."""
-    from gapo_lite.eval.lists import run_lists
+    from gapo_lite.eval.list_suite import run_lists
     from gapo_lite.eval.settings import SampleSettings
     from gapo_lite.lab.runner import LAB_PRECISION
 

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gapo_lite.eval.open_ended import VALIDATORS
+from gapo_lite.eval.open_suite import VALIDATORS
 from gapo_lite.lab.plots import save
 from gapo_lite.lab.runner import table
 from gapo_lite.lab.smollm2 import LABELS, REWARDS, format_table
@@ -65,8 +65,8 @@ def load_results(path: Path) -> dict[str, Any]:
 def regrade_guard(results: dict[str, Any]) -> dict[str, Any]:
     """``results`` with each model's guard suite graded again from its recorded replies by the current
     :func:`~gapo_lite.eval.guard.score_guard`, so every record is read by one rule."""
-    from gapo_lite.data.guard import guard_items
-    from gapo_lite.eval.guard import score_guard
+    from gapo_lite.data.guard_set import guard_items
+    from gapo_lite.eval.guard_suite import score_guard
 
     items = guard_items()
     for name in models(results):
@@ -154,7 +154,7 @@ def rescore_open(results: dict[str, Any], validator: str) -> dict[str, Any]:
 def rescore(measured: dict[str, Any], validators: Sequence[str] = tuple(VALIDATOR_LABELS)) -> dict[str, dict[str, Any]]:
     """validator -> the open suite's scores of one model, from its recorded replies, by the rule it was measured
     with (records made before the clean-answer rule carry no end flags and count the first answer found)."""
-    from gapo_lite.eval.open_ended import PROMPTS, score_open
+    from gapo_lite.eval.open_suite import PROMPTS, score_open
 
     recorded = measured["open"]
     replies = dict(zip(PROMPTS, recorded["completions"]))
@@ -385,7 +385,7 @@ def heldout_jsd_se(measured: dict[str, Any], seed: int, num_lists: int = 10, res
     import random
     import statistics
 
-    from gapo_lite.eval.lists import make_eval_lists
+    from gapo_lite.eval.list_suite import make_eval_lists
     from gapo_lite.metrics import jsd_to_uniform
 
     lists = make_eval_lists(num_lists, 8, 4, seed, split="heldout")
@@ -408,14 +408,14 @@ def item_ranks(results: dict[str, Any], by: str = "start") -> list[list[Any]]:
     distribution: a run that only trades one favourite for another keeps that shape.
 
     >>> s = {"seed": 0, "eval_lists": 1, "eval_samples": 4}
-    >>> from gapo_lite.eval.lists import make_eval_lists
+    >>> from gapo_lite.eval.list_suite import make_eval_lists
     >>> a, b, *_ = make_eval_lists(1, seed=0)[0].items
     >>> m = lambda *choices: {"heldout_jsd": 0.0, "heldout_choices": list(choices)}
     >>> r = {"settings": s, "before": m(a, a, a, b), "gapo_lists": m(a, b, None, b)}
     >>> [round(x, 3) for x in item_ranks(r)[1][1][:3]], [round(x, 3) for x in item_ranks(r, by="own")[1][1][:3]]
     ([0.333, 0.667, 0.0], [0.667, 0.333, 0.0])
     """
-    from gapo_lite.eval.lists import make_eval_lists
+    from gapo_lite.eval.list_suite import make_eval_lists
 
     if by not in ("start", "own"):
         raise ValueError(f"by must be 'start' or 'own', got {by!r}")

@@ -22,8 +22,8 @@ from gapo_lite.rewards.frequency import expected_reward, frequency_aware_rewards
 from gapo_lite.rewards.group import Group, GroupScorer
 from gapo_lite.rewards.hook import GroupReward
 from gapo_lite.rewards.invalid import InvalidBelowMode
-from gapo_lite.rewards.lists import FrequencyScorer
-from gapo_lite.rewards.open_ended import OpenEndedFrequencyScorer
+from gapo_lite.rewards.list_scorer import FrequencyScorer
+from gapo_lite.rewards.open_scorer import OpenEndedFrequencyScorer
 from gapo_lite.rewards.semantic import SemanticClusterer, SemanticScorer
 from gapo_lite.rewards.tasks import TaskScorer
 from gapo_lite.rewards.validity import ValidityScorer

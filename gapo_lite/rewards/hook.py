@@ -8,7 +8,7 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from gapo_lite.rewards.group import Group, GroupScorer, as_group_scorer, group_metrics
-from gapo_lite.rewards.lists import FrequencyScorer
+from gapo_lite.rewards.list_scorer import FrequencyScorer
 
 # TRL passes these to every reward function; they are not dataset columns.
 _TRL_KWARGS = frozenset({"trainer_state", "log_extra", "log_metric", "environments", "completion_ids"})

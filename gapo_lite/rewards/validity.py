@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 
 from gapo_lite.rewards.group import Group, GroupScorer
-from gapo_lite.rewards.lists import FrequencyScorer
+from gapo_lite.rewards.list_scorer import FrequencyScorer
 
 
 class ValidityScorer:

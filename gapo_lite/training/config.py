@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from gapo_lite import batching
 from gapo_lite._bootstrap import BACKENDS, DEFAULT_BACKEND, REQUESTED_PRECISIONS, Backend, RequestedPrecision
-from gapo_lite.data.open_ended import VOCABULARIES as OPEN_VOCABULARIES
+from gapo_lite.data.open_prompts import VOCABULARIES as OPEN_VOCABULARIES
 from gapo_lite.models import LoraSettings
 
 REWARDS = ("gapo", "validity")

@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from gapo_lite.data.lists import TEMPLATES
+from gapo_lite.data.list_prompts import TEMPLATES
 from gapo_lite.eval.settings import SampleSettings, sample
 
 DEFAULT_TEMPLATE = TEMPLATES[0]  # the first training wording

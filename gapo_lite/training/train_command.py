@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     require_local_model(config.model, "model")
     from gapo_lite.memory import MemoryPlanError
     from gapo_lite.training import train
-    from gapo_lite.training.plan_cli import report_plan_error
+    from gapo_lite.training.plan_command import report_plan_error
 
     try:
         result = train(config, run_plan=run_plan, **recipe.train_kwargs(config))
