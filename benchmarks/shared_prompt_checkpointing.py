@@ -8,7 +8,7 @@ Modes, one per step in turn (each mode's first step is dropped as warm-up):
 * ``TRL's path, checkpointing`` (the baseline): every row runs its prompt through the model, every layer
   checkpointed; what the kit would fall back to if the shared prompt did not work under checkpointing;
 * ``shared prompt, checkpointing`` (what the kit runs): each group's prompt once, every layer checkpointed,
-  the prompt's cache read-only (:class:`gapo_lite.training.shared_prompt.PromptCache`), so a layer's rerun in
+  the prompt's cache read-only (:class:`gapo_lite.upstream.transformers.PromptCache`), so a layer's rerun in
   the backward reads the prompt's keys and values instead of running the prompt again;
 * ``shared prompt, no checkpointing``: what checkpointing itself costs the shared prompt.
 
