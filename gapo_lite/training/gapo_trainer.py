@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from gapo_lite.memory import MemoryPlan
+from gapo_lite.runplan import RunPlan
 from gapo_lite.training.backoff import BackoffMixin
 from gapo_lite.training.shared_prompt import SharedPromptMixin
 from gapo_lite.upstream.trl import TRLHooks
@@ -21,8 +23,8 @@ class GAPOState:
     """What ``GAPOTrainer`` knows beyond TRL's arguments (``trainer.gapo``)."""
 
     # How the run was planned (build_trainer sets them).
-    run_plan: Any = None  # gapo_lite.runplan.RunPlan
-    memory_plan: Any = None  # gapo_lite.memory.MemoryPlan, on CUDA; its table ends the back-off's last error
+    run_plan: RunPlan | None = None
+    memory_plan: MemoryPlan | None = None  # on CUDA; its table ends the back-off's last error
     prompts_per_step: int | None = None  # named in the message of an OOM while generating
     share_prompts: bool = True  # each group's prompt through the model once (gapo_lite.training.shared_prompt)
     # The back-off's progress (gapo_lite.training.backoff).
