@@ -131,15 +131,16 @@ def worker(args: argparse.Namespace) -> dict:
 
 
 def estimate(model_dir: Path, args: argparse.Namespace, chunk: int, cuda: bool) -> dict[str, int]:
-    from gapo_lite.memory import ModelSpec, PlanSettings, estimate_terms
+    from gapo_lite.memory import ModelSpec, estimate_terms
+    from gapo_lite.runplan import resolve_run_plan
+    from gapo_lite.training import TrainConfig
+    from gapo_lite.training.planning import plan_settings
 
     spec = ModelSpec.from_config(model_dir)
-    settings = PlanSettings(
-        quantization="16bit" if cuda else "32bit", lora_rank=args.lora_rank, num_generations=2, prompts_per_step=1,
-        prompt_tokens=args.prompt_tokens, completion_tokens=args.completion_tokens, backend="transformers",
-        gradient_checkpointing=not args.no_checkpointing,
-    )
-    return estimate_terms(spec, settings, chunk)
+    config = TrainConfig(model=str(model_dir), lora_r=args.lora_rank, num_generations=2, prompts_per_step=1, max_completion_length=args.completion_tokens)
+    run = resolve_run_plan(backend="transformers", load_in_4bit=False, optim="adamw_8bit", gradient_checkpointing=not args.no_checkpointing,
+                           precision="auto" if cuda else "fp32", cuda=cuda, has_unsloth=False, processes=1)  # 16-bit weights on a GPU, 32-bit on a CPU
+    return estimate_terms(spec, plan_settings(config, run, prompt_tokens=args.prompt_tokens), chunk)
 
 
 def run_worker_subprocess(model_dir: Path, args: argparse.Namespace, chunk: int) -> dict:
@@ -206,7 +207,7 @@ def resident_terms(model_dir: Path, lora_rank: int) -> dict[str, int]:
     from gapo_lite.runplan import resolve_run_plan
 
     plan = resolve_run_plan(backend="transformers", load_in_4bit=True, precision="fp32", gradient_checkpointing=False)
-    model, _ = load_model(model_dir, plan=plan, lora=LoraSettings(r=lora_rank, alpha=2 * lora_rank, dropout=0.1))
+    model, _ = load_model(model_dir, run_plan=plan, lora=LoraSettings(r=lora_rank, alpha=2 * lora_rank, dropout=0.1))
     lora = [p for p in model.parameters() if p.requires_grad]
     frozen = [p for p in model.parameters() if not p.requires_grad]
     optimizer = torch.optim.AdamW(lora, lr=1e-5)
@@ -224,11 +225,17 @@ def resident_terms(model_dir: Path, lora_rank: int) -> dict[str, int]:
 
 def predicted_resident_terms(model_dir: Path, lora_rank: int) -> dict[str, int]:
     """The planner's resident terms for the same model on the 4-bit transformers path with torch AdamW."""
-    from gapo_lite.memory import ModelSpec, PlanSettings, estimate_terms
+    from gapo_lite.memory import ModelSpec, estimate_terms
     from gapo_lite.memory.planner import ADAPTER_BYTES, OPTIMIZER_STATE_BYTES, lora_parameter_count
+    from gapo_lite.runplan import resolve_run_plan
+    from gapo_lite.training import TrainConfig
+    from gapo_lite.training.planning import plan_settings
 
     spec = ModelSpec.from_config(model_dir)
-    settings = PlanSettings(quantization="4bit", lora_rank=lora_rank, num_generations=2, prompts_per_step=1, backend="transformers", optimizer="adamw")
+    config = TrainConfig(model=str(model_dir), lora_r=lora_rank, num_generations=2, prompts_per_step=1)
+    run = resolve_run_plan(backend="transformers", load_in_4bit=True, optim="adamw_torch", precision="fp32", cuda=False, has_unsloth=False, processes=1)
+    settings = plan_settings(config, run)
+    assert (settings.quantization, settings.optimizer) == ("4bit", "adamw")
     terms = estimate_terms(spec, settings, 1)
     count = lora_parameter_count(spec, lora_rank)
     split = {"lora_params": count * ADAPTER_BYTES, "lora_grads": count * ADAPTER_BYTES, "optimizer_states": count * OPTIMIZER_STATE_BYTES["adamw"]}

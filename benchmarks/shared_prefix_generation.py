@@ -54,7 +54,7 @@ def main() -> None:
 
     import torch
 
-    from gapo_lite.data.lists import build_list_dataset
+    from gapo_lite.data.list_prompts import build_list_dataset
     from gapo_lite.gguf import smollm2_path
     from gapo_lite.models import check_model_path, load_model
     from gapo_lite.sampling import generate_shared_prefix, render_prompt

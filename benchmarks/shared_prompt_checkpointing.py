@@ -8,7 +8,7 @@ Modes, one per step in turn (each mode's first step is dropped as warm-up):
 * ``TRL's path, checkpointing`` (the baseline): every row runs its prompt through the model, every layer
   checkpointed; what the kit would fall back to if the shared prompt did not work under checkpointing;
 * ``shared prompt, checkpointing`` (what the kit runs): each group's prompt once, every layer checkpointed,
-  the prompt's cache read-only (:class:`gapo_lite.training.shared_prompt.PromptCache`), so a layer's rerun in
+  the prompt's cache read-only (:class:`gapo_lite.upstream.transformers.PromptCache`), so a layer's rerun in
   the backward reads the prompt's keys and values instead of running the prompt again;
 * ``shared prompt, no checkpointing``: what checkpointing itself costs the shared prompt.
 
@@ -44,7 +44,7 @@ def cycle_modes(trainer, mode: list[str], peaks: dict[str, list[int]]):
 
     model = trainer.model
     cuda = torch.cuda.is_available()
-    generate = trainer._generate_and_score_completions
+    generate = trainer.generate_and_score
 
     def generate_then_reset_peak(*args, **kwargs):
         out = generate(*args, **kwargs)
@@ -53,13 +53,13 @@ def cycle_modes(trainer, mode: list[str], peaks: dict[str, list[int]]):
             torch.cuda.reset_peak_memory_stats()
         return out
 
-    trainer._generate_and_score_completions = generate_then_reset_peak
+    trainer.generate_and_score = generate_then_reset_peak
 
     class Cycle(TrainerCallback):
         def on_step_begin(self, args, state, control, **kwargs):
             name, shared, checkpointing = MODES[state.global_step % len(MODES)]
             mode[0] = name
-            trainer.gapo_share_prompts = shared
+            trainer.gapo.share_prompts = shared
             if checkpointing:
                 model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
             else:

@@ -7,7 +7,7 @@ Part 1 cycles GAPO steps of 1 prompt x G completions (the SmolLM2 experiment's s
 (every row's prompt through the model, in generation and in the loss), the shared prompt
 (:mod:`gapo_lite.training.shared_prompt`) in fp32 (the kit's CPU default), and the shared prompt under bf16
 autocast (where the CPU has native bf16; measured slower under LoRA, see ``gapo_lite._bootstrap.cpu_precision``), and times TRL's phases in each: generation and scoring
-(``_generate_and_score_completions``, which includes the reward hook), the loss forward (``compute_loss``),
+(``generate_and_score``, TRL's ``_generate_and_score_completions``, which includes the reward hook), the loss forward (``compute_loss``),
 the backward and the optimizer step; each mode's first step is dropped (warm-up).
 Part 2 samples 8-token answers to list prompts as a padded batch and with a shared prefix (greedy outputs are
 the same; the shared prefix runs each prompt through the model once instead of once per sample), in fp32 and,
@@ -53,7 +53,7 @@ def time_phases(trainer, mode: list[str]) -> dict[tuple[str, str], list[float]]:
                 times[(mode[0], name)].append(time.perf_counter() - t)
         return wrapper
 
-    trainer._generate_and_score_completions = timed("generate + score", trainer._generate_and_score_completions)
+    trainer.generate_and_score = timed("generate + score", trainer.generate_and_score)
     trainer.compute_loss = timed("loss forward", trainer.compute_loss)
     trainer.accelerator.backward = timed("backward", trainer.accelerator.backward)
     original_create = trainer.create_optimizer
@@ -90,7 +90,7 @@ def alternate(trainer, modes, mode: list[str]):
                 forwards.update({True: model.forward, False: getattr(model, "_original_forward", model.forward)})
             name, shared, bf16 = modes[state.global_step % len(modes)]
             mode[0] = name
-            trainer.gapo_share_prompts = shared
+            trainer.gapo.share_prompts = shared
             model.generate = shared_generate if shared else plain_generate
             model.forward = forwards[bf16]
             trainer.accelerator.autocast_handler = handlers[bf16]

@@ -4,6 +4,9 @@
 run plan (``gapo_lite.runplan``) or ``load_model`` imports it when they choose the Unsloth
 backend; gapo-lite itself imports no trl/transformers/peft before that point. A run with
 ``backend="transformers"`` never imports Unsloth, GPU or not.
+
+The backends a user may ask for, and what each command asks for by default, are :data:`BACKENDS`,
+:data:`DEFAULT_BACKEND` and :data:`EVAL_BACKEND` below; every command line, ``TrainConfig`` and the planner read them here.
 """
 from __future__ import annotations
 
@@ -15,11 +18,21 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Literal, get_args
 
 logger = logging.getLogger("gapo_lite")
 
 BACKEND_ENV = "GAPO_LITE_BACKEND"
-BACKENDS = ("auto", "unsloth", "transformers")
+Backend = Literal["auto", "unsloth", "transformers"]
+BACKENDS: tuple[str, ...] = get_args(Backend)  # what a user may ask for
+LOADERS: tuple[str, ...] = tuple(b for b in BACKENDS if b != "auto")  # what "auto" resolves to (choose_backend): the code that loads and trains the model
+# Train and plan ask for "auto": Unsloth where a CUDA GPU and unsloth are present, else transformers + peft
+# (choose_backend). `gapo-lite plan` resolves it on the machine it describes: a CUDA GPU with the GPU install
+# (Unsloth), where train() would run.
+DEFAULT_BACKEND = "auto"
+# Eval differs: it samples with transformers' generate and switches adapters with peft (eval/runner.py's
+# ModelPool), the same code on a CPU and a GPU, so a report's figures do not depend on whether Unsloth is installed.
+EVAL_BACKEND = "transformers"
 _PATCHED_BY_UNSLOTH = ("trl", "transformers", "peft")
 
 
@@ -46,7 +59,8 @@ def cpu_bf16_native() -> bool:
 
 
 PRECISION_ENV = "GAPO_LITE_CPU_PRECISION"
-REQUESTED_PRECISIONS = ("auto", "bf16", "fp32")  # what a user may ask for, on a GPU or a CPU
+RequestedPrecision = Literal["auto", "bf16", "fp32"]
+REQUESTED_PRECISIONS: tuple[str, ...] = get_args(RequestedPrecision)  # what a user may ask for, on a GPU or a CPU
 # "auto" takes bf16 autocast where the probe step runs in under this share of its fp32 time. The probe is a LoRA
 # layer's forward and backward; a real GAPO step also samples and scores, at about the same speed in either, so it
 # gains less (a Zen 4: probe 0.63-0.77 in benchmarks/cpu_precision.py, SmolLM2 step 0.91 in benchmarks/smollm2_step.py).
@@ -133,7 +147,7 @@ def cpu_precision_note(requested: str = "auto") -> str:
 
 
 def choose_backend(requested: str, cuda: bool, has_unsloth: bool) -> tuple[str, str]:
-    """The concrete backend for ``requested`` ("auto", "unsloth", "transformers") and why."""
+    """The concrete backend (one of :data:`LOADERS`) for ``requested`` (one of :data:`BACKENDS`) and why."""
     if requested == "auto":
         if cuda and has_unsloth:
             return "unsloth", "a CUDA GPU and unsloth are present"
@@ -146,7 +160,7 @@ def choose_backend(requested: str, cuda: bool, has_unsloth: bool) -> tuple[str, 
         return "unsloth", "asked for" if cuda else "asked for; no CUDA GPU, so Unsloth's CPU fallback (no 4-bit, no vLLM)"
     if requested == "transformers":
         return "transformers", "asked for"
-    raise ValueError(f"unknown backend {requested!r}; expected 'auto', 'unsloth' or 'transformers'")
+    raise ValueError(f"unknown backend {requested!r}; expected one of {', '.join(BACKENDS)}")
 
 
 def unsloth_wanted() -> bool:

@@ -17,9 +17,9 @@ from gapo_lite.errors import USAGE_ERROR, UserError, print_error
 
 COMMANDS = {
     "demo": ("gapo_lite.demo.run", "the miniature GAPO reproduction on CPU (the README's main job)"),
-    "train": ("gapo_lite.training.cli", "train with GAPO from a recipe"),
-    "plan": ("gapo_lite.training.plan_cli", "memory plan: what fits, and how to chunk the groups"),
-    "eval": ("gapo_lite.eval.cli", "diversity / validity / accuracy evaluation with a report"),
+    "train": ("gapo_lite.training.train_command", "train with GAPO from a recipe"),
+    "plan": ("gapo_lite.training.plan_command", "memory plan: what fits, and how to chunk the groups"),
+    "eval": ("gapo_lite.eval.eval_command", "diversity / validity / accuracy evaluation with a report"),
 }
 
 

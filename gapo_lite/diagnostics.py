@@ -1,7 +1,8 @@
 """Will GAPO spread this model? The mode pressure of the frequency-aware reward, from a model's answer shares.
 
 In a large group, the most frequent valid answer (share ``d`` of the valid answers) scores
-``1 - (d - 1/L)`` while the group's mean reward is ``v (1 + 1/L - S) + (1 - v) r_inv`` (``v`` the valid
+``1 - (d - 1/L)`` (:func:`~gapo_lite.rewards.frequency.gapo_reward`) while the group's mean reward is
+``v (1 + 1/L - S) + (1 - v) r_inv`` (:func:`~gapo_lite.rewards.frequency.expected_reward`; ``v`` the valid
 rate, ``S`` the sum of squared shares, ``r_inv`` the reward of an invalid answer). GRPO's advantage of the
 favourite has the sign of their difference, the *mode pressure*: negative, GAPO pushes the favourite down
 and spreads the model; positive, the penalty for invalid answers makes the safe favourite the winning
@@ -15,6 +16,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gapo_lite.rewards.frequency import expected_reward, gapo_reward
+from gapo_lite.rewards.invalid import lifted
+
 _TOLERANCE = 1e-6
 
 
@@ -27,16 +31,6 @@ def _check(shares: Sequence[float], num_valid: int) -> None:
         raise ValueError(f"shares must sum to 1 (tolerance {_TOLERANCE}), got {sum(shares):.9f}")
     if num_valid < len(shares):
         raise ValueError(f"num_valid (L) = {num_valid} is smaller than the number of shares ({len(shares)})")
-
-
-def lifted(invalid: float, lowest_valid: float, margin: float) -> float:
-    """An invalid answer's reward under a margin: the lowest valid reward minus ``margin``, never below ``invalid``
-    (``gapo_lite.rewards.InvalidBelowMode`` scores by it, so the diagnostic reads the reward trained with).
-
-    >>> lifted(-1.0, 0.75, 0.25), lifted(-1.0, 0.75, 2.0)
-    (0.5, -1.0)
-    """
-    return max(invalid, lowest_valid - margin)
 
 
 def _invalid(favourite: float, invalid_reward: float, invalid_margin: float | None) -> float:
@@ -61,10 +55,9 @@ def mode_pressure(shares: Sequence[float], valid_rate: float, num_valid: int, in
     _check(shares, num_valid)
     if not 0.0 <= valid_rate <= 1.0:
         raise ValueError(f"valid_rate must be in [0, 1], got {valid_rate}")
-    inv_l = 1.0 / num_valid
-    favourite = 1.0 - (max(shares) - inv_l)
+    favourite = gapo_reward(max(shares), num_valid)
     invalid = _invalid(favourite, invalid_reward, invalid_margin)
-    mean = valid_rate * (1.0 + inv_l - sum(s * s for s in shares)) + (1.0 - valid_rate) * invalid
+    mean = valid_rate * expected_reward(shares, num_valid) + (1.0 - valid_rate) * invalid
     return favourite - mean
 
 
@@ -76,12 +69,12 @@ def validity_threshold(shares: Sequence[float], num_valid: int, invalid_reward: 
     ``invalid_margin`` m it is ``m / (d - S + m)`` while the favourite's reward minus m stays above ``r_inv``: 0 for m = 0.
     """
     _check(shares, num_valid)
-    inv_l = 1.0 / num_valid
-    invalid_reward = _invalid(1.0 - (max(shares) - inv_l), invalid_reward, invalid_margin)
-    slope = 1.0 + inv_l - sum(s * s for s in shares) - invalid_reward
+    favourite = gapo_reward(max(shares), num_valid)
+    invalid_reward = _invalid(favourite, invalid_reward, invalid_margin)
+    slope = expected_reward(shares, num_valid) - invalid_reward
     if slope <= 0:
         return math.inf
-    return (1.0 + inv_l - max(shares) - invalid_reward) / slope
+    return (favourite - invalid_reward) / slope
 
 
 @dataclass(frozen=True)

@@ -101,6 +101,8 @@ def _convert_gguf(gguf_path: str | Path, out_dir: str | Path) -> Path:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from gapo_lite.upstream.transformers import drop_quantization_record, tied_weight_keys
+
     _require_gguf_package()
     source = Path(gguf_path).expanduser().resolve()
     if not source.is_file():
@@ -113,13 +115,11 @@ def _convert_gguf(gguf_path: str | Path, out_dir: str | Path) -> Path:
     config = loaded.config
     for line in fix_special_tokens(tokenizer, config):
         print(f"gapo-lite: special token from the GGUF metadata, {line}")
-    for attribute in ("quantization_config", "_pre_quantization_dtype"):
-        if hasattr(config, attribute):
-            delattr(config, attribute)
+    drop_quantization_record(config)
     config.dtype = torch.float32
     plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     missing, unexpected = plain.load_state_dict(loaded.state_dict(), strict=False)
-    tied = set(getattr(plain, "_tied_weights_keys", None) or ())
+    tied = tied_weight_keys(plain)
     missing = [k for k in missing if k not in tied]
     if missing or unexpected:
         raise RuntimeError(f"GGUF weights do not fit the plain {type(plain).__name__}: missing {missing[:5]}, unexpected {unexpected[:5]}")

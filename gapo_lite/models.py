@@ -5,8 +5,9 @@ import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
+from gapo_lite._bootstrap import DEFAULT_BACKEND, Backend
 from gapo_lite.errors import looks_like_local_path
 from gapo_lite.gguf import gguf_checkpoint, is_gguf
 from gapo_lite.runplan import RunPlan, resolve_run_plan
@@ -14,7 +15,6 @@ from gapo_lite.sampling import ensure_pad_token, pads_with_eos
 
 logger = logging.getLogger("gapo_lite")
 
-Backend = Literal["auto", "unsloth", "transformers"]
 _GENERIC_FAST_TOKENIZERS = {"PreTrainedTokenizerFast", "TokenizersBackend"}  # the latter is transformers 5's name
 PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
@@ -78,7 +78,7 @@ def load_tokenizer(name_or_path: str | Path):
 def load_model(
     name_or_path: str | Path,
     *,
-    backend: Backend = "auto",
+    backend: Backend = DEFAULT_BACKEND,
     load_in_4bit: bool | None = None,
     max_seq_length: int = 1024,
     lora: LoraSettings | None = LoraSettings(),
@@ -86,11 +86,11 @@ def load_model(
     gpu_memory_utilization: float = 0.5,
     random_state: int = 3407,
     gradient_checkpointing: bool = True,
-    plan: RunPlan | None = None,
+    run_plan: RunPlan | None = None,
 ) -> tuple[Any, Any]:
     """Load a causal LM and its tokenizer with a LoRA adapter attached (``lora=None``: no adapter).
 
-    How it loads is the run plan's decision (:mod:`gapo_lite.runplan`): ``plan``, or one resolved here from
+    How it loads is the run plan's decision (:mod:`gapo_lite.runplan`): ``run_plan``, or one resolved here from
     ``backend``, ``load_in_4bit`` and ``fast_inference``. ``auto`` uses Unsloth (fused kernels, 4-bit, gradient
     checkpointing "unsloth") when a CUDA GPU and unsloth are present, otherwise transformers + peft
     (bitsandbytes NF4 on CUDA; fp32 on a CPU, or NF4 there too with ``load_in_4bit=True``). ``fast_inference=True`` (vLLM colocated generation) needs
@@ -98,28 +98,28 @@ def load_model(
     ``gradient_checkpointing=False`` turns off Unsloth's ``"unsloth"`` checkpointing (transformers: see TRL's flag).
     """
     path = check_model_path(name_or_path)
-    if plan is None:
-        plan = resolve_run_plan(backend=backend, load_in_4bit=load_in_4bit, fast_inference=fast_inference,
-                                gradient_checkpointing=gradient_checkpointing)
-    logger.info("gapo-lite: %s", plan.describe())
-    print(f"gapo-lite: loading {path} with backend={plan.backend} ({plan.backend_reason}), 4-bit={plan.load_in_4bit}")
-    if plan.backend == "unsloth":
-        return _load_unsloth(path, plan, max_seq_length, lora, gpu_memory_utilization, random_state)
-    return _load_transformers(path, plan, lora, random_state)
+    if run_plan is None:
+        run_plan = resolve_run_plan(backend=backend, load_in_4bit=load_in_4bit, fast_inference=fast_inference,
+                                    gradient_checkpointing=gradient_checkpointing)
+    logger.info("gapo-lite: %s", run_plan.describe())
+    print(f"gapo-lite: loading {path} with backend={run_plan.backend} ({run_plan.backend_reason}), 4-bit={run_plan.load_in_4bit}")
+    if run_plan.backend == "unsloth":
+        return _load_unsloth(path, run_plan, max_seq_length, lora, gpu_memory_utilization, random_state)
+    return _load_transformers(path, run_plan, lora, random_state)
 
 
-def _load_unsloth(path: str, plan: RunPlan, max_seq_length: int, lora: LoraSettings | None, gpu_memory_utilization: float, random_state: int):
-    plan.import_backend()
+def _load_unsloth(path: str, run_plan: RunPlan, max_seq_length: int, lora: LoraSettings | None, gpu_memory_utilization: float, random_state: int):
+    run_plan.import_backend()
     from unsloth import FastLanguageModel
 
     kwargs: dict[str, Any] = dict(
         model_name=path,
         max_seq_length=max_seq_length,
-        load_in_4bit=plan.load_in_4bit,
-        fast_inference=plan.fast_inference,
+        load_in_4bit=run_plan.load_in_4bit,
+        fast_inference=run_plan.fast_inference,
         max_lora_rank=lora.r if lora else LoraSettings.r,
     )
-    if plan.fast_inference:
+    if run_plan.fast_inference:
         kwargs["gpu_memory_utilization"] = gpu_memory_utilization
     model, tokenizer = FastLanguageModel.from_pretrained(**kwargs)
     if Path(path).is_dir():
@@ -137,7 +137,7 @@ def _load_unsloth(path: str, plan: RunPlan, max_seq_length: int, lora: LoraSetti
             lora_alpha=lora.alpha,
             lora_dropout=lora.dropout,
             target_modules=lora_targets(model, lora.target_modules, path),
-            use_gradient_checkpointing="unsloth" if plan.gradient_checkpointing else False,
+            use_gradient_checkpointing="unsloth" if run_plan.gradient_checkpointing else False,
             random_state=random_state,
         )
     return model, tokenizer
@@ -164,18 +164,18 @@ def lora_targets(model: Any, wanted: tuple[str, ...], where: str = "the model") 
     return targets
 
 
-def _load_transformers(path: str, plan: RunPlan, lora: LoraSettings | None, random_state: int):
+def _load_transformers(path: str, run_plan: RunPlan, lora: LoraSettings | None, random_state: int):
     import torch
     from transformers import AutoModelForCausalLM
 
-    kwargs: dict[str, Any] = {"dtype": plan.torch_dtype}
-    if plan.cuda:
+    kwargs: dict[str, Any] = {"dtype": run_plan.torch_dtype}
+    if run_plan.cuda:
         kwargs["device_map"] = {"": torch.cuda.current_device()}
-    if plan.load_in_4bit:
+    if run_plan.load_in_4bit:
         from transformers import BitsAndBytesConfig
 
         kwargs["quantization_config"] = BitsAndBytesConfig(
-            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=plan.compute_dtype
+            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=run_plan.compute_dtype
         )
         kwargs.setdefault("device_map", "cpu")  # bitsandbytes quantizes each weight as it is placed
     try:
@@ -189,8 +189,8 @@ def _load_transformers(path: str, plan: RunPlan, lora: LoraSettings | None, rand
         return model, tokenizer
     from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
 
-    if plan.load_in_4bit:
-        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=plan.gradient_checkpointing)
+    if run_plan.load_in_4bit:
+        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=run_plan.gradient_checkpointing)
     targets = lora_targets(model, lora.target_modules, path)
     torch.manual_seed(random_state)
     config = LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout, target_modules=targets, task_type="CAUSAL_LM")

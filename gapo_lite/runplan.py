@@ -11,8 +11,9 @@ Where each decision lives:
   ``RunPlan.precision``; the load dtype is ``RunPlan.torch_dtype`` and TRL's flags ``RunPlan.precision_flags()``.
 * 4-bit weights: :func:`choose_4bit`, from what the installed bitsandbytes does on the device
   (:func:`gapo_lite.probes.bitsandbytes_4bit_problem`, one NF4 forward), not from "CUDA or not".
-* optimizer, gradient checkpointing, ``fast_inference`` (Unsloth on CUDA): the fields of :class:`RunPlan`,
-  set in :func:`resolve_run_plan` and checked in ``RunPlan.__post_init__``.
+* optimizer, gradient checkpointing, ``fast_inference``: the fields of :class:`RunPlan`, set in
+  :func:`resolve_run_plan` and checked in ``RunPlan.__post_init__``; "fast_inference needs Unsloth on CUDA" is
+  :func:`fast_inference_problem`, which the memory planner asks too.
 * world size: :func:`world_size` (``WORLD_SIZE``), read once into ``RunPlan.world_size``.
 * batch divisibility: :mod:`gapo_lite.batching`, through ``RunPlan.per_process_batch`` / ``RunPlan.passes``
   (the planner and ``TrainConfig`` call the same functions).
@@ -36,6 +37,7 @@ from typing import Any
 
 from gapo_lite import batching
 from gapo_lite._bootstrap import (
+    LOADERS,
     REQUESTED_PRECISIONS,
     choose_backend,
     cpu_precision,
@@ -76,9 +78,20 @@ def world_size() -> int:
     return size
 
 
+def fast_inference_problem(backend: str, cuda: bool) -> str | None:
+    """Why ``fast_inference=True`` cannot run with ``backend`` here, or None when it can: it is Unsloth's colocated
+    vLLM, so it needs the Unsloth backend on a CUDA GPU. The one statement of that rule: the run plan, the memory
+    planner and its "what would fit" suggestions all ask here."""
+    if not cuda:
+        return "fast_inference=True is Unsloth's colocated vLLM: it needs backend 'unsloth' on a CUDA GPU (this machine has no CUDA GPU)"
+    if backend != "unsloth":
+        return f"fast_inference=True is Unsloth's colocated vLLM: it needs backend 'unsloth' on a CUDA GPU (the backend is {backend!r})"
+    return None
+
+
 @dataclass(frozen=True)
 class RunPlan:
-    """The run's decisions. Build it with :func:`resolve_hardware` (from a ``TrainConfig``) or :func:`resolve_run_plan`."""
+    """The run's decisions. Build it with :func:`run_plan_for` (from a ``TrainConfig``) or :func:`resolve_run_plan`."""
 
     cuda: bool
     world_size: int
@@ -92,17 +105,17 @@ class RunPlan:
     precision_reason: str = ""  # on a CPU: what "auto" measured (gapo_lite._bootstrap.cpu_precision_note)
 
     def __post_init__(self) -> None:
-        if self.backend not in ("unsloth", "transformers"):
-            raise ValueError(f"RunPlan.backend must be 'unsloth' or 'transformers', got {self.backend!r}")
+        if self.backend not in LOADERS:
+            raise ValueError(f"RunPlan.backend must be one of {LOADERS}, got {self.backend!r}")
         if self.precision not in PRECISIONS:
             raise ValueError(f"RunPlan.precision must be one of {PRECISIONS}, got {self.precision!r}")
         if self.world_size < 1:
             raise ValueError(f"RunPlan.world_size must be >= 1, got {self.world_size}")
         if self.load_in_4bit and self.backend == "unsloth" and not self.cuda:
             raise ValueError("RunPlan.load_in_4bit on the CPU is served by the transformers backend; Unsloth's CPU fallback has no 4-bit")
-        if self.fast_inference and not (self.cuda and self.backend == "unsloth"):
-            where = "this machine has no CUDA GPU" if not self.cuda else f"the backend is {self.backend!r}"
-            raise ValueError(f"fast_inference=True is Unsloth's colocated vLLM: it needs backend 'unsloth' on a CUDA GPU ({where})")
+        problem = fast_inference_problem(self.backend, self.cuda) if self.fast_inference else None
+        if problem:
+            raise ValueError(problem)
 
     def precision_flags(self) -> dict[str, bool]:
         """``bf16`` / ``fp16`` for TRL's config: both False on Unsloth (it picks); ``bf16`` on a CPU means autocast."""
@@ -192,9 +205,6 @@ class RunPlan:
     def import_backend(self) -> None:
         """Import the chosen backend's packages in the right order (Unsloth before trl); nothing for transformers."""
         import_backend(self.backend)
-
-
-HardwarePlan = RunPlan  # the same class under the name scripts and notebooks use
 
 
 def choose_precision(backend: str, cuda: bool, requested: str = "auto") -> str:
@@ -291,6 +301,6 @@ def resolve_run_plan(
 PLANNED_FIELDS = ("backend", "load_in_4bit", "fast_inference", "optim", "gradient_checkpointing", "precision")  # what a TrainConfig asks for
 
 
-def resolve_hardware(config: Any, *, cuda: bool | None = None, has_unsloth: bool | None = None, processes: int | None = None) -> RunPlan:
+def run_plan_for(config: Any, *, cuda: bool | None = None, has_unsloth: bool | None = None, processes: int | None = None) -> RunPlan:
     """The run plan for ``config`` (a ``TrainConfig``) on this machine (or the one described by the keywords)."""
     return resolve_run_plan(**{name: getattr(config, name) for name in PLANNED_FIELDS}, cuda=cuda, has_unsloth=has_unsloth, processes=processes)

@@ -5,7 +5,7 @@
    "7" / "3 + 4 = 7" / "The answer is 7" (so it mostly uses one format);
 3. train it with GAPO's accuracy-first scorer (:class:`~gapo_lite.rewards.AccuracyDiversityScorer`: wrong
    answers -1, correct ones the frequency reward over solution clusters) and, from the same start, with a
-   plain per-sample accuracy reward (:class:`~gapo_lite.rewards.AccuracyReward`: 1 correct, 0 wrong; ``baseline=True``);
+   plain per-sample accuracy reward (:class:`~gapo_lite.rewards.AccuracyScorer`: 1 correct, 0 wrong; ``baseline=True``);
 4. measure accuracy and the diversity of the correct solutions at T = 0.7 and 1.0.
 
 Clustering uses the number-masked format signature (:func:`lab.arithmetic.format_clusterer`),
@@ -147,7 +147,7 @@ def experiment(s: AccuracySettings) -> Experiment:
     """The stages of this experiment for :func:`~gapo_lite.demo.stages.run_staged`."""
     from gapo_lite.demo.supervised import supervised_pretrain
     from gapo_lite.demo.tiny import build_tiny_model
-    from gapo_lite.rewards import AccuracyReward
+    from gapo_lite.rewards import AccuracyScorer
     from lab.arithmetic import arithmetic_words, build_arithmetic_dataset, format_signature, strict_answer
 
     def data():
@@ -155,7 +155,7 @@ def experiment(s: AccuracySettings) -> Experiment:
 
     runs = [RLRun("gapo", LABELS["gapo"], gapo_scorer, data)]
     if s.baseline:
-        runs.append(RLRun("baseline", LABELS["baseline"], lambda: AccuracyReward(strict_answer, label=format_signature), data))
+        runs.append(RLRun("baseline", LABELS["baseline"], lambda: AccuracyScorer(strict_answer, label=format_signature), data))
     return Experiment(
         settings=s,
         build_model=lambda path: build_tiny_model(path, words=arithmetic_words(s.max_operand), hidden_size=s.hidden_size,

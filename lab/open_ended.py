@@ -6,7 +6,7 @@
 3. train it with GAPO (:class:`~gapo_lite.rewards.CategoryScorer`: one
    :class:`~gapo_lite.rewards.OpenEndedFrequencyScorer` per category, validator = the category's word list)
    on the TRAINING categories only; optionally, from the same start, plain GRPO with a per-sample
-   validity reward (:class:`~gapo_lite.rewards.ValidityReward`, ``baseline=True``);
+   validity reward (:class:`~gapo_lite.rewards.ValidityScorer`, ``baseline=True``);
 4. measure Unique@N (N samples per prompt), valid rate and the favourite's share on training and
    held-out categories at T = 0.7 and 1.0.
 
@@ -35,7 +35,7 @@ class OpenSettings(SupervisedMiniature):
 
 def favourite(category: str) -> str:
     """The item a collapsed model names for ``category``: the first of its word list."""
-    from gapo_lite.data.open_ended import vocabularies
+    from gapo_lite.data.open_prompts import vocabularies
 
     return vocabularies("all")[category][0]
 
@@ -43,7 +43,7 @@ def favourite(category: str) -> str:
 def pretrain_draw(share: float):
     """``draw(rng)`` for :func:`~gapo_lite.demo.supervised.supervised_pretrain`: a prompt of any category and its
     favourite item with probability ``share``, else another item of the category, uniformly."""
-    from gapo_lite.data.open_ended import open_prompt, vocabularies
+    from gapo_lite.data.open_prompts import open_prompt, vocabularies
 
     if not 0.0 < share <= 1.0:
         raise ValueError(f"favourite_share must be in (0, 1], got {share}")
@@ -61,7 +61,7 @@ def pretrain_draw(share: float):
 
 def measure(model: Any, tokenizer: Any, s: OpenSettings) -> dict[str, Any]:
     """Per split and temperature: mean Unique@N, valid rate and favourite share over the split's categories."""
-    from gapo_lite.data.open_ended import open_prompt, vocabularies
+    from gapo_lite.data.open_prompts import open_prompt, vocabularies
     from gapo_lite.metrics import unique_at_n
     from gapo_lite.rewards import Group, open_ended_scorer
     from gapo_lite.sampling import sample_completions
@@ -92,17 +92,17 @@ def measure(model: Any, tokenizer: Any, s: OpenSettings) -> dict[str, Any]:
 
 def experiment(s: OpenSettings) -> Experiment:
     """The stages of this experiment for :func:`~gapo_lite.demo.stages.run_staged`."""
-    from gapo_lite.data.open_ended import build_open_ended_dataset, prompt_words
+    from gapo_lite.data.open_prompts import build_open_ended_dataset, prompt_words
     from gapo_lite.demo.supervised import supervised_pretrain
     from gapo_lite.demo.tiny import build_tiny_model
-    from gapo_lite.rewards import ValidityReward, open_ended_scorer
+    from gapo_lite.rewards import ValidityScorer, open_ended_scorer
 
     def data():
         return build_open_ended_dataset(s.rl_steps * s.prompts_per_step, split="train", seed=s.seed)
 
     runs = [RLRun("gapo", LABELS["gapo"], lambda: open_ended_scorer("train", clean=False), data)]
     if s.baseline:
-        runs.append(RLRun("baseline", LABELS["baseline"], lambda: ValidityReward(open_ended_scorer("train", clean=False)), data))
+        runs.append(RLRun("baseline", LABELS["baseline"], lambda: ValidityScorer(open_ended_scorer("train", clean=False)), data))
     return Experiment(
         settings=s,
         build_model=lambda path: build_tiny_model(path, words=prompt_words("all"), hidden_size=s.hidden_size, num_layers=s.num_layers,

@@ -75,7 +75,7 @@ class SmolSettings:
     open_validator: str = "open"  # the open suite's vocabularies: "open" (any real city / country), "wordnet" (and WordNet's nouns), "word_lists", "short"
     guard: bool = True  # the guard suite (90 ordinary instructions, greedy) after every stage
     lists_suite: bool = True  # the held-out lists suite after every stage (the naming runs leave it out: not what they train)
-    reworded_samples: int = 0  # > 0: the open suite's rewordings (gapo_lite.eval.open_ended.REWORDINGS) with this many samples each
+    reworded_samples: int = 0  # > 0: the open suite's rewordings (gapo_lite.eval.open_suite.REWORDINGS) with this many samples each
     measure_every: int = 0  # > 0: each RL run is also measured every this many steps (stages "<run>@<step>"), resumed in between
     seed: int = 0
     rl_seed: int | None = None  # the RL runs' own seed (their samples, prompt order, LoRA init); None: seed. Lists and measurements follow seed
@@ -94,8 +94,8 @@ class SmolSettings:
             raise ValueError(f"fixed_lists must be >= 1, got {self.fixed_lists}")
         if not 0.0 <= self.open_share <= 1.0:
             raise ValueError(f"open_share must be in [0, 1], got {self.open_share}")
-        from gapo_lite.data.open_ended import VOCABULARIES
-        from gapo_lite.eval.open_ended import VALIDATORS
+        from gapo_lite.data.open_prompts import VOCABULARIES
+        from gapo_lite.eval.open_suite import VALIDATORS
 
         if self.open_vocabulary not in VOCABULARIES:
             raise ValueError(f"open_vocabulary must be one of {VOCABULARIES}, got {self.open_vocabulary!r}")
@@ -156,7 +156,7 @@ def lists_suite(model: Any, tokenizer: Any, s: SmolSettings, split: str = "heldo
     """The lists suite by the experiment's protocol (``eval_lists`` lists, ``eval_samples`` answers each at
     ``eval_temperature``, ``clean_answers``' rule), on held-out categories (the paper's) or, with ``split="train"``,
     on the categories RL trains on (``lab/scripts/smollm2_train_lists.py``)."""
-    from gapo_lite.eval.lists import run_lists
+    from gapo_lite.eval.list_suite import run_lists
     from gapo_lite.eval.settings import SampleSettings
 
     settings = SampleSettings(n=s.eval_samples, temperature=s.eval_temperature, max_new_tokens=s.completion_tokens, batch_size=64, seed=s.seed, precision=s.precision)
@@ -172,20 +172,20 @@ def measure(model: Any, tokenizer: Any, s: SmolSettings) -> dict[str, Any]:
 
     measured = lists_measures(model, tokenizer, s) if s.lists_suite else {}
     if s.open_samples > 0:
-        from gapo_lite.eval.open_ended import run_open
+        from gapo_lite.eval.open_suite import run_open
 
         open_settings = SampleSettings(n=s.open_samples, temperature=s.eval_temperature, max_new_tokens=s.open_tokens, batch_size=64, seed=s.seed, precision=s.precision)
         o = run_open(model, tokenizer, open_settings, validator=s.open_validator, clean=s.clean_answers)
         measured["open"] = open_record(o, o["completions"], o["ended"], s.open_validator)
     if s.reworded_samples > 0:
-        from gapo_lite.eval.open_ended import REWORDINGS, run_open
+        from gapo_lite.eval.open_suite import REWORDINGS, run_open
 
         reworded_settings = SampleSettings(n=s.reworded_samples, temperature=s.eval_temperature, max_new_tokens=s.open_tokens, batch_size=64, seed=s.seed,
                                            precision=s.precision)
         o = run_open(model, tokenizer, reworded_settings, prompts=REWORDINGS, validator=s.open_validator, clean=s.clean_answers, seed_offset=303)
         measured["reworded"] = reworded_record(o)
     if s.guard:
-        from gapo_lite.eval.guard import run_guard
+        from gapo_lite.eval.guard_suite import run_guard
 
         measured["guard"] = run_guard(model, tokenizer, precision=s.precision, progress=False)
     return measured
@@ -201,7 +201,7 @@ def reworded_record(scored: dict[str, Any]) -> dict[str, Any]:
 
 def lists_measures(model: Any, tokenizer: Any, s: SmolSettings) -> dict[str, Any]:
     """The held-out lists suite's figures of one stage."""
-    from gapo_lite.eval.lists import pressure_by_prompt
+    from gapo_lite.eval.list_suite import pressure_by_prompt
 
     r = lists_suite(model, tokenizer, s)
     mean = r["pressure"]["mean"] or {}  # None when no answer was valid; the paper's reward (-1 for an invalid answer)
@@ -256,7 +256,7 @@ def fixed_lists_dataset(s: SmolSettings, num_prompts: int):
     from datasets import Dataset
 
     from gapo_lite.data import make_example
-    from gapo_lite.eval.lists import DEFAULT_TEMPLATE, make_eval_lists
+    from gapo_lite.eval.list_suite import DEFAULT_TEMPLATE, make_eval_lists
 
     if s.rl_lists not in ("fixed", "measured"):
         raise ValueError(f"rl_lists={s.rl_lists!r} draws a fresh list each prompt; no fixed lists to build")
@@ -320,10 +320,10 @@ NAMING_ROWS = (("reworded.mean_unique_valid", "rewordings: valid Unique@N per pr
 
 
 def open_record(scored: dict[str, Any], completions: list[list[str]], ended: list[list[bool]], validator: str) -> dict[str, Any]:
-    """What a stage keeps of the open suite: ``scored`` (:func:`~gapo_lite.eval.open_ended.score_open` of the
+    """What a stage keeps of the open suite: ``scored`` (:func:`~gapo_lite.eval.open_suite.score_open` of the
     replies by ``validator``), the figures by the rule of the records made before (first answer found, the kit's
     word lists), and the replies with their end flags, so that they can be scored again without resampling."""
-    from gapo_lite.eval.open_ended import PROMPTS, score_open
+    from gapo_lite.eval.open_suite import PROMPTS, score_open
 
     old = score_open(dict(zip(PROMPTS, completions)), PROMPTS, validator="word_lists", clean=False)
     keys = ("mean_unique_valid", "mean_valid_rate", "mean_unique", "mean_end_rate", "mean_words", "sd_words", "replies", "mean_lenient_unique_valid",

@@ -418,7 +418,7 @@ def heldout_jsd_se(measured: dict[str, Any], seed: int, num_lists: int = 10, res
     import random
     import statistics
 
-    from gapo_lite.eval.lists import make_eval_lists
+    from gapo_lite.eval.list_suite import make_eval_lists
     from gapo_lite.metrics import jsd_to_uniform
 
     lists = make_eval_lists(num_lists, 8, 4, seed, split="heldout")

@@ -146,7 +146,7 @@ import dataclasses
 from gapo_lite import build_list_dataset
 from gapo_lite.memory import MemoryPlanError
 from gapo_lite.training import TrainConfig
-from gapo_lite.runplan import resolve_hardware
+from gapo_lite.runplan import run_plan_for
 from gapo_lite.training.planning import measure_prompt_tokens, plan_for_config
 
 if MEMORY_BUDGET_GB is not None:
@@ -163,8 +163,8 @@ config = TrainConfig(
     output_dir=OUTPUT_DIR, memory_budget_gb=budget_gb,
     fast_inference=FAST_INFERENCE, gpu_memory_utilization=GPU_MEMORY_UTILIZATION,
 )
-hardware = resolve_hardware(config)
-print(hardware.describe())
+run_plan = run_plan_for(config)
+print(run_plan.describe())
 PROMPT_TOKENS = measure_prompt_tokens(tokenizer, build_list_dataset(256, split="train", seed=0))
 print(f"longest of 256 sampled training prompts: {PROMPT_TOKENS} tokens")
 while True:
@@ -213,8 +213,8 @@ for answer, reward in zip(answers, frequency_aware_rewards(answers, items)):
 
 # %%
 import contextlib
-from gapo_lite.eval.lists import run_lists
-from gapo_lite.eval.open_ended import run_open
+from gapo_lite.eval.list_suite import run_lists
+from gapo_lite.eval.open_suite import run_open
 from gapo_lite.eval.runner import DEFAULT_MAX_NEW_TOKENS
 from gapo_lite.eval.settings import SampleSettings
 

@@ -9,7 +9,7 @@ as invalid. The categories that `gapo-lite eval open` asks about (city, country,
 out, so that suite measures prompts the model never trained on (12 categories remain). Paper settings otherwise (LoRA r=64,
 alpha=32, dropout 0.1, G=32, lr 1e-5, 8 prompts per step, beta=0).
 """
-from gapo_lite.data.open_ended import ANSWER_ONLY, EVAL_SUITE_OVERLAP, build_open_ended_dataset, vocabularies
+from gapo_lite.data.open_prompts import ANSWER_ONLY, EVAL_SUITE_OVERLAP, build_open_ended_dataset, vocabularies
 from gapo_lite.rewards import open_ended_scorer
 from gapo_lite.training import TrainConfig, train
 

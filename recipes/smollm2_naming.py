@@ -11,10 +11,10 @@ is the answer alone. docs/smollm2.md measures this recipe (two seeds, the open s
 """
 import dataclasses
 
-from gapo_lite.data.open_ended import naming_dataset
-from gapo_lite.eval.open_ended import NOUNS, vocabulary_for
-from gapo_lite.eval.open_ended import PROMPTS as SUITE_PROMPTS
-from gapo_lite.rewards import CategoryScorer, ValidityReward
+from gapo_lite.data.open_prompts import naming_dataset
+from gapo_lite.eval.open_suite import NOUNS, vocabulary_for
+from gapo_lite.eval.open_suite import PROMPTS as SUITE_PROMPTS
+from gapo_lite.rewards import CategoryScorer, ValidityScorer
 from gapo_lite.training.recipes import load_recipe
 
 # Your prompts (key -> text). These are the open-ended suite's seven prompts whose valid answers are a list
@@ -49,4 +49,4 @@ def scorer(config):
     # reward="validity" is the GRPO baseline: the same validity, every valid answer scoring 1
     gapo = CategoryScorer({key: valid_answers(key) for key in PROMPTS}, invalid_reward=config.invalid_reward, clean=config.clean_answers,
                           nouns={key: NOUNS.get(key, key) for key in PROMPTS})
-    return gapo if config.reward == "gapo" else ValidityReward(gapo, config.invalid_reward)
+    return gapo if config.reward == "gapo" else ValidityScorer(gapo, config.invalid_reward)

@@ -19,7 +19,7 @@ from pathlib import Path
 # Category (gapo_lite/data/wordlists.json's names) -> (lemma, sense number) of WordNet noun synsets whose
 # hyponym trees hold the category's answers. Read each root's gloss before adding one.
 ROOTS: dict[str, list[tuple[str, int]]] = {
-    # the open-ended suite's categories (gapo_lite.eval.open_ended.WORD_LISTS)
+    # the open-ended suite's categories (gapo_lite.eval.open_suite.WORD_LISTS)
     "animals": [("animal", 1)],
     "foods": [("food", 1), ("food", 2)],  # any substance eaten (drinks and dishes too); solid food
     "colors": [("color", 1)],

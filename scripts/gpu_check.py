@@ -16,7 +16,7 @@ weights make the text meaningless; the check is about memory, speed and the code
 Stages, each in its own subprocess (``scripts/gpu_check_worker.py``) with its own timeout
 (``--stage-timeout-s``, cut to what is left of ``--time-budget-s``), in this order:
 
-1. ``7B/unsloth/pair``: ``build_trainer`` (hardware plan, measured prompts, memory plan, GAPOTrainer),
+1. ``7B/unsloth/pair``: ``build_trainer`` (run plan, measured prompts, memory plan, GAPOTrainer),
    ``--steps`` steps of G=32 with 256-token completions forced to full length: peak VRAM next to the plan's
    estimate, step time, generated tokens/s;
 2. ``7B/unsloth/train``: recipe ``qwen7b_lists`` through the real ``train()`` (2 steps, ``memory_budget_gb``
@@ -62,7 +62,8 @@ if str(REPO) not in sys.path:
 # their backend through the environment (see _worker_env), which this default does not override.
 os.environ.setdefault("GAPO_LITE_BACKEND", "transformers")
 
-from gapo_lite.memory.specs import ModelSpec, count_parameters  # noqa: E402  (no torch at import)
+from gapo_lite._bootstrap import LOADERS  # noqa: E402  (no torch at import)
+from gapo_lite.memory.specs import ModelSpec, count_parameters  # noqa: E402
 
 GIB = 1024**3
 MODELS = {"7b": "qwen2.5-7b", "llama8b": "Llama-3.1-8B", "32b": "qwen2.5-32b"}
@@ -79,7 +80,7 @@ DRY_RUN_LLAMA = dict(LLAMA31_8B_CONFIG, hidden_size=64, intermediate_size=128, n
                      head_dim=16, vocab_size=1024)
 # What the check reports versions of (importlib.metadata: nothing is imported to read them).
 VERSIONED = ("torch", "transformers", "trl", "unsloth", "unsloth_zoo", "peft", "accelerate", "bitsandbytes", "datasets", "xformers", "triton")
-BACKENDS = ("unsloth", "transformers")
+BACKENDS = LOADERS  # a stage runs one of the backends "auto" resolves to, in this order
 DRY_RUN_SHAPES = dict(num_layers=2, hidden_size=64, num_heads=4, num_kv_heads=2, intermediate_size=128, vocab_size=1024, tie_word_embeddings=True)
 
 

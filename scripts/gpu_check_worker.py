@@ -3,7 +3,7 @@
 Run by ``scripts/gpu_check.py``; prints each figure the moment it is measured (``gpu_check: [label] ...``,
 flushed), so a stage killed by its timeout still leaves what it measured in the log. Stages:
 
-* ``pair``: the kit's trainer (``build_trainer``: hardware plan, measured prompts, memory plan, GAPOTrainer)
+* ``pair``: the kit's trainer (``build_trainer``: run plan, measured prompts, memory plan, GAPOTrainer)
   on ``--model-dir`` with ``--backend``, ``--steps`` steps with completions forced to full length; peak VRAM
   next to the plan's estimate, step time and generated tokens/s.
 * ``train``: the real ``train()`` path of recipe ``qwen7b_lists`` on ``--model-dir`` (2 steps, a capped
@@ -123,20 +123,20 @@ def split_gradient_error(trainer: Any, loss_type: str = "grpo", rows: int = 8) -
 
     from gapo_lite.training.backoff import slice_rows
 
-    batch = slice_rows(trainer._buffered_inputs[0], 0, rows)
+    batch = slice_rows(trainer.buffered_micro_batches[0], 0, rows)
     advantages = batch["advantages"]
     batch["advantages"] = torch.randn(advantages.shape, generator=torch.Generator().manual_seed(0)).to(advantages)
-    saved = (trainer.loss_type, trainer.args.loss_type, trainer._step, trainer._gapo_splits)
+    saved = (trainer.loss_type, trainer.args.loss_type, trainer.micro_step, trainer.gapo.splits)
     trainer.loss_type = trainer.args.loss_type = loss_type  # Unsloth's loss reads the config's
     grads = []
     try:
         for splits in (1, 2):
             trainer.model.zero_grad(set_to_none=True)
-            trainer._gapo_splits = splits
+            trainer.gapo.splits = splits
             trainer._split_step(trainer.model_wrapped, batch, None)
             grads.append(lora_grads(trainer))
     finally:
-        trainer.loss_type, trainer.args.loss_type, trainer._step, trainer._gapo_splits = saved
+        trainer.loss_type, trainer.args.loss_type, trainer.micro_step, trainer.gapo.splits = saved
         trainer.model.zero_grad(set_to_none=True)
     return relative_error(grads[1], grads[0])
 
@@ -146,7 +146,7 @@ def shared_prompt_errors(trainer: Any, rows: int = 8) -> dict[str, float]:
     the run's checkpointing and autocast: relative differences of the log-probabilities and of the gradients."""
     import torch
 
-    batch = trainer._buffered_inputs[0]
+    batch = trainer.buffered_micro_batches[0]
     ids = torch.cat([batch["prompt_ids"][:rows], batch["completion_ids"][:rows]], 1)
     mask = torch.cat([batch["prompt_mask"][:rows], batch["completion_mask"][:rows]], 1)
     keep, completion_mask = batch["completion_ids"].size(1), batch["completion_mask"][:rows]
@@ -154,13 +154,13 @@ def shared_prompt_errors(trainer: Any, rows: int = 8) -> dict[str, float]:
     runs = []
     try:
         for shared in (False, True):
-            trainer.gapo_share_prompts = shared
+            trainer.gapo.share_prompts = shared
             trainer.model.zero_grad(set_to_none=True)
-            logps, _, _ = trainer._full_logits_logps(trainer.model_wrapped, ids, mask, keep)
+            logps, _, _ = trainer.completion_logps(trainer.model_wrapped, ids, mask, keep)
             (logps * completion_mask).sum().backward()
             runs.append(([logps.detach()[completion_mask.bool()].float()], lora_grads(trainer)))
     finally:
-        trainer.gapo_share_prompts = trainer.gapo_hardware.share_prompts
+        trainer.gapo.share_prompts = trainer.gapo.run_plan.share_prompts
         trainer.model.zero_grad(set_to_none=True)
     (plain_logps, plain_grads), (shared_logps, shared_grads) = runs
     return {"logps": relative_error(shared_logps, plain_logps), "grads": relative_error(shared_grads, plain_grads)}
@@ -181,17 +181,17 @@ def no_dropout(model: Any) -> Iterator[None]:
             module.p = p
 
 
-def probes(trainer: Any, hardware: Any) -> dict[str, Any]:
+def probes(trainer: Any, run_plan: Any) -> dict[str, Any]:
     """Facts of the built and trained trainer that only a GPU run shows; a probe that fails records its error."""
     tok = trainer.processing_class
     found: dict[str, Any] = {}
     checks = {
-        "gradient_checkpointing": lambda: {"plan": hardware.gradient_checkpointing, "model": bool(trainer.model.is_gradient_checkpointing)},
+        "gradient_checkpointing": lambda: {"plan": run_plan.gradient_checkpointing, "model": bool(trainer.model.is_gradient_checkpointing)},
         "adapter_dtypes": lambda: sorted({str(p.dtype) for p in trainer.model.parameters() if p.requires_grad}),
         "pad_token": lambda: {"pad": tok.pad_token, "eos": tok.eos_token, "distinct": tok.pad_token_id != tok.eos_token_id},
         "split_gradient_error_grpo": lambda: split_gradient_error(trainer),
     }
-    if hardware.share_prompts:
+    if run_plan.share_prompts:
         checks["shared_prompt_vs_trl"] = lambda: shared_prompt_errors(trainer)
     for name, check in checks.items():
         try:
@@ -235,7 +235,7 @@ def run_pair(args: argparse.Namespace, label: str) -> dict[str, Any]:
     import torch
 
     from gapo_lite.data import build_list_dataset
-    from gapo_lite.runplan import resolve_hardware
+    from gapo_lite.runplan import run_plan_for
     from gapo_lite.training import TrainConfig, build_trainer
     from gapo_lite.training.planning import measure_prompt_tokens, plan_for_config
 
@@ -247,20 +247,20 @@ def run_pair(args: argparse.Namespace, label: str) -> dict[str, Any]:
         output_dir=str(args.out_dir), save_steps=10**6, seed=0,
         extra_grpo_args={"generation_kwargs": {"min_new_tokens": args.completion_tokens}, "save_strategy": "no"},
     )
-    hardware = resolve_hardware(config)
-    say(label, hardware.describe())
+    run_plan = run_plan_for(config)
+    say(label, run_plan.describe())
     dataset = build_list_dataset(args.prompts_per_step * args.steps, seed=0)
     if cuda:
         torch.cuda.reset_peak_memory_stats()
     start = time.perf_counter()
     figures = figures_callback(label)
-    trainer = build_trainer(config, hardware=hardware, train_dataset=dataset, callbacks=[figures])
+    trainer = build_trainer(config, run_plan=run_plan, train_dataset=dataset, callbacks=[figures])
     load_seconds = time.perf_counter() - start
     prompt_tokens = measure_prompt_tokens(trainer.processing_class, dataset)
-    plan, plan_error = trainer.gapo_plan, None
+    plan, plan_error = trainer.gapo.memory_plan, None
     if plan is None:  # CPU (dry run): no plan was needed; make one for the record, 8 GiB budget
         try:
-            plan = plan_for_config(dataclasses.replace(config, memory_budget_gb=8.0), prompt_tokens=prompt_tokens, hardware=hardware)
+            plan = plan_for_config(dataclasses.replace(config, memory_budget_gb=8.0), prompt_tokens=prompt_tokens, run_plan=run_plan)
         except (ValueError, KeyError, NotImplementedError) as err:  # a model the planner cannot read: the estimate is null, saying why
             plan_error = f"planner: {err}"
     if plan is not None:
@@ -276,8 +276,8 @@ def run_pair(args: argparse.Namespace, label: str) -> dict[str, Any]:
     peak = cuda_peak()  # before the probes, which run forwards of their own
     tokens = meter.tokens or args.steps * config.generation_batch_size * args.completion_tokens
     return {
-        "stage": args.stage, "model": args.model_name, "backend": hardware.backend, "status": "ok", "max_seq_length": config.max_seq_length,
-        "probes": probes(trainer, hardware),
+        "stage": args.stage, "model": args.model_name, "backend": run_plan.backend, "status": "ok", "max_seq_length": config.max_seq_length,
+        "probes": probes(trainer, run_plan),
         "peak_vram_bytes": peak, "estimate_bytes": plan.estimated_peak_bytes if plan else None, "budget_bytes": plan.budget_bytes if plan else None,
         "fits": plan.fits if plan else None, "estimate_note": plan_error,
         "chunk_size": trainer.args.per_device_train_batch_size, "steps_per_generation": trainer.args.steps_per_generation,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gapo_lite.answers.extract import extract_answer, is_short_answer, is_valid_answer
-from gapo_lite.eval.open_ended import score_answers
+from gapo_lite.eval.open_suite import score_answers
 
 CITIES = ["Paris", "London", "Dublin", "Istanbul", "New York City"]
 

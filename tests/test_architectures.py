@@ -90,5 +90,5 @@ def test_plan_from_folder_and_from_the_loaded_model(tiny, capsys):
     assert from_folder["fits"], arch
     model, _ = load_model(path, backend="transformers", lora=None)
     config = TrainConfig(model="any-org/not-a-known-name", memory_budget_gb=4)  # planned from the model, never by name
-    plan = plan_for_config(config, hardware=resolve_run_plan(backend="unsloth", cuda=True, has_unsloth=True), model=model)
+    plan = plan_for_config(config, run_plan=resolve_run_plan(backend="unsloth", cuda=True, has_unsloth=True), model=model)
     assert plan.terms == from_folder["terms"] and plan.estimated_peak_bytes < 4 * GIB, arch

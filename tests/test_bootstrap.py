@@ -23,9 +23,9 @@ SCRIPT = textwrap.dedent(
     logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stdout)
     import gapo_lite
     from gapo_lite.training import TrainConfig
-    from gapo_lite.runplan import resolve_hardware
+    from gapo_lite.runplan import run_plan_for
     after_import = "unsloth" in sys.modules
-    hw = resolve_hardware(TrainConfig(backend=sys.argv[1]))
+    hw = run_plan_for(TrainConfig(backend=sys.argv[1]))
     if sys.argv[2] == "early":
         sys.modules["peft"] = types.ModuleType("peft")  # as if the user imported peft before training
     hw.import_backend()
@@ -149,3 +149,23 @@ def test_the_bf16_probe_times_a_real_lora_step():
 
     ratio = bf16_step_ratio(rounds=1, tokens=64)
     assert 0.05 < ratio < 20
+
+
+def test_every_command_asks_for_a_backend_from_the_one_list(capsys):
+    """train, plan and eval offer BACKENDS; train and plan default to DEFAULT_BACKEND ("auto", which plan resolves
+    on the CUDA GPU with Unsloth it plans for), eval to EVAL_BACKEND."""
+    from gapo_lite._bootstrap import BACKENDS, DEFAULT_BACKEND, EVAL_BACKEND
+    from gapo_lite.cli import build_parser, main
+    from gapo_lite.training import TrainConfig
+
+    parser = build_parser()
+    assert TrainConfig().backend == DEFAULT_BACKEND == "auto"
+    assert parser.parse_args(["plan", "--budget-gb", "24"]).backend == DEFAULT_BACKEND
+    assert parser.parse_args(["eval", "--model", "m", "--out", "o"]).backend == EVAL_BACKEND == "transformers"
+    for command in (["plan", "--budget-gb", "24"], ["eval", "--model", "m", "--out", "o"]):
+        with pytest.raises(SystemExit):
+            parser.parse_args([*command, "--backend", "jax"])
+        err = capsys.readouterr().err
+        assert all(repr(b) in err for b in BACKENDS), err
+    assert main(["plan", "--model", "qwen2.5-7b", "--budget-gb", "24", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["backend"] == "unsloth"

@@ -1,6 +1,7 @@
 """Chunked forward/backward passes give the unchunked gradient; out-of-memory back-off is exact and bounded.
 
 Out-of-memory errors are injected (TRL's ``compute_loss`` or generation raises ``torch.OutOfMemoryError``)."""
+import types
 import weakref
 
 import pytest
@@ -74,7 +75,8 @@ def one_step(small_vocab_model, tmp_path, chunk, monkeypatch=None, oom_if=None, 
         inner = trl.GRPOTrainer.compute_loss
         monkeypatch.setattr(trl.GRPOTrainer, "compute_loss", lambda self, *args, **kwargs: IgnoresGradOutput.apply(inner(self, *args, **kwargs)))
     trainer = build_trainer(config, model=model, tokenizer=tok, train_dataset=dataset, callbacks=[capture])
-    trainer.gapo_plan_table = table
+    if table is not None:  # the memory plan (a CUDA run's) whose table ends the error at one completion per pass
+        trainer.gapo.memory_plan = types.SimpleNamespace(format_table=lambda: table)
     trainer.train()
     return capture.grads, trainer
 
@@ -122,8 +124,8 @@ def test_gradient_checkpointing_keeps_the_gradient(small_vocab_model, tmp_path, 
 def test_oom_halves_chunk_and_keeps_the_gradient(small_vocab_model, tmp_path, reference, monkeypatch):
     # passes of more than 2 completions "run out of memory": 16 -> 8 -> 4 -> 2
     grads, trainer = one_step(small_vocab_model, tmp_path, 16, monkeypatch, oom_if=lambda self, rows: rows > 2)
-    assert [b["chunk_size"] for b in trainer.gapo_backoffs] == [8, 4, 2]
-    assert trainer.gapo_chunk_size == 2
+    assert [b["chunk_size"] for b in trainer.gapo.backoffs] == [8, 4, 2]
+    assert trainer.chunk_size == 2
     assert rel_error(grads, reference) <= 1e-5
 
 
@@ -132,13 +134,13 @@ def test_oom_in_a_later_micro_step_redoes_the_window(small_vocab_model, tmp_path
     fired = []
 
     def oom_if(self, rows):
-        if self._step % 4 == 1 and rows == 4 and not fired:
-            fired.append(self._step)
+        if self.micro_step % 4 == 1 and rows == 4 and not fired:
+            fired.append(self.micro_step)
             return True
         return False
 
     grads, trainer = one_step(small_vocab_model, tmp_path, 4, monkeypatch, oom_if=oom_if)
-    assert fired and [b["chunk_size"] for b in trainer.gapo_backoffs] == [2]
+    assert fired and [b["chunk_size"] for b in trainer.gapo.backoffs] == [2]
     assert rel_error(grads, reference) <= 1e-5
 
 
@@ -146,7 +148,7 @@ def test_a_cublas_allocation_failure_backs_off_too(small_vocab_model, tmp_path, 
     """cuBLAS failing to allocate is a RuntimeError, not torch.OutOfMemoryError; it is memory all the same."""
     cublas = RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`")
     grads, trainer = one_step(small_vocab_model, tmp_path, 16, monkeypatch, oom_if=lambda self, rows: rows > 8, error=cublas)
-    assert [b["chunk_size"] for b in trainer.gapo_backoffs] == [8]
+    assert [b["chunk_size"] for b in trainer.gapo.backoffs] == [8]
     assert rel_error(grads, reference) <= 1e-5
 
 
@@ -167,13 +169,13 @@ def test_oom_at_a_later_micro_step_keeps_the_gradient(small_vocab_model, tmp_pat
     fired = []
 
     def oom_if(self, rows):
-        if self._step % 4 == micro_step and rows == 4 and not fired:
-            fired.append(self._step)
+        if self.micro_step % 4 == micro_step and rows == 4 and not fired:
+            fired.append(self.micro_step)
             return True
         return False
 
     grads, trainer = one_step(small_vocab_model, tmp_path, 4, monkeypatch, oom_if=oom_if)
-    assert fired == [micro_step] and [b["chunk_size"] for b in trainer.gapo_backoffs] == [2]
+    assert fired == [micro_step] and [b["chunk_size"] for b in trainer.gapo.backoffs] == [2]
     assert rel_error(grads, reference) <= 1e-5
 
 
@@ -182,18 +184,18 @@ def test_second_oom_during_the_redo_backs_off_again(small_vocab_model, tmp_path,
     state = {"first": False, "second": False}
 
     def oom_if(self, rows):
-        if not state["first"] and self._step % 4 == 3 and rows == 4:
+        if not state["first"] and self.micro_step % 4 == 3 and rows == 4:
             state["first"] = True
             return True
         if state["first"] and not state["second"]:
             state["second"] = True
-            assert self._step % 4 == 3 and rows == 2  # the redo, at the halved chunk, with TRL's step counter kept
+            assert self.micro_step % 4 == 3 and rows == 2  # the redo, at the halved chunk, with TRL's step counter kept
             return True
         return False
 
     grads, trainer = one_step(small_vocab_model, tmp_path, 4, monkeypatch, oom_if=oom_if)
     assert state == {"first": True, "second": True}
-    assert [b["chunk_size"] for b in trainer.gapo_backoffs] == [2, 1]
+    assert [b["chunk_size"] for b in trainer.gapo.backoffs] == [2, 1]
     assert rel_error(grads, reference) <= 1e-5
 
 
@@ -204,7 +206,7 @@ def test_failed_step_is_freed_before_the_redo(small_vocab_model, tmp_path, refer
     fired = []
 
     def oom_if(self, rows):
-        if self._step % 4 == 2 and rows == 4 and not fired:
+        if self.micro_step % 4 == 2 and rows == 4 and not fired:
             fired.append(True)
             return True
         return False
@@ -224,7 +226,7 @@ def test_oom_during_generation_names_it_and_does_not_halve(small_vocab_model, tm
     def generation_oom(self, inputs):
         raise torch.OutOfMemoryError("CUDA out of memory (injected in generation)")
 
-    monkeypatch.setattr(trl.GRPOTrainer, "_generate_and_score_completions", generation_oom)
+    monkeypatch.setattr(trl.GRPOTrainer, "_generate_and_score_completions", generation_oom)  # TRL's own, below the kit's hooks
     with pytest.raises(GenerationOutOfMemory, match="(?s)GENERATING.*prompts_per_step=2.*fast_inference=True.*max_completion_length=3"):
         one_step(small_vocab_model, tmp_path, 4, monkeypatch)
 
@@ -243,7 +245,7 @@ def test_backoff_is_exact_for_every_loss_type(small_vocab_model, tmp_path, monke
     reference, _ = one_step(small_vocab_model, tmp_path / "ref", 16, loss_type=loss_type)
     assert sum(float(g.abs().sum()) for g in reference.values()) > 0
     grads, trainer = one_step(small_vocab_model, tmp_path / "oom", 16, monkeypatch, oom_if=lambda self, rows: rows > 4, loss_type=loss_type)
-    assert trainer.loss_type == loss_type and [b["chunk_size"] for b in trainer.gapo_backoffs] == [8, 4]
+    assert trainer.loss_type == loss_type and [b["chunk_size"] for b in trainer.gapo.backoffs] == [8, 4]
     assert rel_error(grads, reference) <= 1e-5
 
 
@@ -253,5 +255,5 @@ def test_backoff_is_exact_when_the_loss_ignores_its_incoming_gradient(small_voca
     reference, _ = one_step(small_vocab_model, tmp_path / "ref", 16, monkeypatch, loss_type=loss_type, unsloth_loss=True)
     grads, trainer = one_step(small_vocab_model, tmp_path / "oom", 16, monkeypatch, oom_if=lambda self, rows: rows > 4,
                               loss_type=loss_type, unsloth_loss=True)
-    assert [b["chunk_size"] for b in trainer.gapo_backoffs] == [8, 4]
+    assert [b["chunk_size"] for b in trainer.gapo.backoffs] == [8, 4]
     assert rel_error(grads, reference) <= 1e-5

@@ -8,8 +8,8 @@ import pytest
 
 import gapo_lite.answers.clean
 import gapo_lite.eval.damage
-import gapo_lite.eval.guard
-import gapo_lite.rewards.lists
+import gapo_lite.eval.guard_suite
+import gapo_lite.rewards.list_scorer
 import gapo_lite.rewards.tasks
 from gapo_lite.answers.clean import clean_choice, single_answer
 from gapo_lite.rewards import (
@@ -25,7 +25,7 @@ from gapo_lite.rewards import (
 ITEMS = ["Owl", "Cat", "Sea lion"]
 
 
-@pytest.mark.parametrize("module", [gapo_lite.answers.clean, gapo_lite.rewards.lists, gapo_lite.rewards.tasks, gapo_lite.eval.damage, gapo_lite.eval.guard])
+@pytest.mark.parametrize("module", [gapo_lite.answers.clean, gapo_lite.rewards.list_scorer, gapo_lite.rewards.tasks, gapo_lite.eval.damage, gapo_lite.eval.guard_suite])
 def test_doctests(module):
     result = doctest.testmod(module)
     assert result.attempted > 0 and result.failed == 0
@@ -106,10 +106,10 @@ def test_trainer_wires_the_rule_from_the_config():
 
 
 def test_mixed_data_keeps_the_open_suites_categories_out():
-    from gapo_lite.data.lists import categories
+    from gapo_lite.data.list_prompts import categories
     from gapo_lite.data.mixed import build_mixed_dataset, is_open_row, open_training_categories
-    from gapo_lite.data.open_ended import EVAL_SUITE_OVERLAP
-    from gapo_lite.eval.open_ended import WORD_LISTS
+    from gapo_lite.data.open_prompts import EVAL_SUITE_OVERLAP
+    from gapo_lite.eval.open_suite import WORD_LISTS
 
     assert set(WORD_LISTS.values()) <= set(EVAL_SUITE_OVERLAP)  # every word list the open suite validates with is an eval category
     cats = open_training_categories()

@@ -93,7 +93,7 @@ def test_t4_guard_fires_on_a_t4(monkeypatch, capsys):
     for c in cells():
         if c.cell_type == "code":
             assert "is_bf16_supported()" not in c.source  # the emulation-counting call would say True on a T4
-        assert "extra_grpo_args" not in c.source  # precision is the hardware plan's job, not a notebook override
+        assert "extra_grpo_args" not in c.source  # precision is the run plan's job, not a notebook override
     for major, expected in ((7, "native bf16: False (trains in fp16)"), (8, "native bf16: True")):
         monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
         monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (14 * 2**30, 15 * 2**30))

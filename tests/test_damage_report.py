@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from gapo_lite.data.guard import guard_items
+from gapo_lite.data.guard_set import guard_items
 from gapo_lite.eval.damage import damage, warning_lines
-from gapo_lite.eval.guard import guard_answer, score_guard
-from gapo_lite.eval.lists import reply_form
-from gapo_lite.eval.open_ended import PROMPTS, score_open
+from gapo_lite.eval.guard_suite import guard_answer, score_guard
+from gapo_lite.eval.list_suite import reply_form
+from gapo_lite.eval.open_suite import PROMPTS, score_open
 
 SOUND_OPEN = ["Paris", "London", "Tokyo", "Rome", "Lima"] * 20
 RUN_ON_OPEN = ["Paris Chernobyl Sandstone City Buildings Smith Ava", "Canada, Canada\n\n\nThis country is Canada", "Tokyo", "Rome", "Lima"] * 20

@@ -70,10 +70,10 @@ def test_bad_arguments(kwargs, match):
 def test_eval_suites_share_the_training_wording_and_categories():
     """The evaluation suites take their wording from data/ (not a copy), and the categories a recipe keeps out
     of training are exactly those the open-ended suite validates against."""
-    from gapo_lite.data.lists import TEMPLATES
-    from gapo_lite.data.open_ended import ANSWER_ONLY, EVAL_SUITE_OVERLAP
-    from gapo_lite.eval.lists import DEFAULT_TEMPLATE
-    from gapo_lite.eval.open_ended import SUFFIX, WORD_LISTS
+    from gapo_lite.data.list_prompts import TEMPLATES
+    from gapo_lite.data.open_prompts import ANSWER_ONLY, EVAL_SUITE_OVERLAP
+    from gapo_lite.eval.list_suite import DEFAULT_TEMPLATE
+    from gapo_lite.eval.open_suite import SUFFIX, WORD_LISTS
 
     assert DEFAULT_TEMPLATE == TEMPLATES[0] and SUFFIX == ANSWER_ONLY
     assert set(EVAL_SUITE_OVERLAP) == set(WORD_LISTS.values())

@@ -6,7 +6,7 @@ import pytest
 
 from gapo_lite.demo.plots import plot_curves, read_curves
 from gapo_lite.demo.run import DemoSettings, format_table, reading, run, start_line
-from gapo_lite.eval.lists import pressure_by_prompt
+from gapo_lite.eval.list_suite import pressure_by_prompt
 from lab.regimes import RegimeSettings
 
 

@@ -86,3 +86,17 @@ def test_mean_and_verdict():
     assert "SHARPEN" in verdict(b)
     with pytest.raises(ValueError, match="no readings"):
         mean_reading([])
+
+
+@pytest.mark.parametrize("margin", [None, 0.0, 0.25])
+def test_the_diagnostic_reads_the_reward_the_scorers_train_with(margin):
+    """A group whose counts realise the shares exactly: the diagnostic's pressure is the group's own favourite reward
+    minus its mean reward, as GAPO's scorer (and InvalidBelowMode under a margin) score it."""
+    from gapo_lite.rewards import FrequencyScorer, Group, InvalidBelowMode
+    from gapo_lite.rewards.group import favourite_pressure
+
+    replies = ["Owl"] * 6 + ["Cat"] * 3 + ["Dog"] + ["Bat"] * 10  # shares 0.6 / 0.3 / 0.1 of the valid half, L = 4
+    group = Group("p0", "Pick one.", replies, {"items": ["Owl", "Cat", "Dog", "Emu"]})
+    scorer = FrequencyScorer() if margin is None else InvalidBelowMode(FrequencyScorer(), margin)
+    observed = favourite_pressure(scorer.answers(group), scorer(group))
+    assert mode_pressure([0.6, 0.3, 0.1, 0.0], 0.5, 4, invalid_margin=margin) == pytest.approx(observed, abs=1e-12)

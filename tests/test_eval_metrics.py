@@ -6,8 +6,8 @@ import random
 import pytest
 
 from gapo_lite.eval.creative import mean_pairwise_cosine_distance, score_texts, self_bleu
-from gapo_lite.eval.lists import make_eval_lists, position_bias_tv, score_list, split_counts, summarize
-from gapo_lite.eval.open_ended import PROMPTS, score_answers
+from gapo_lite.eval.list_suite import make_eval_lists, position_bias_tv, score_list, split_counts, summarize
+from gapo_lite.eval.open_suite import PROMPTS, score_answers
 from gapo_lite.eval.report import comparison, headline, jsonable
 from gapo_lite.eval.runner import plan_variants
 from gapo_lite.eval.sweep import parse_temperatures

@@ -1,5 +1,5 @@
 """The lists suite's mode-pressure reading reaches the report: one verdict sentence per variant and a per-list table."""
-from gapo_lite.eval.lists import pressure_by_prompt
+from gapo_lite.eval.list_suite import pressure_by_prompt
 from gapo_lite.eval.report import headline, mode_pressure_lines
 
 

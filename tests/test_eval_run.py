@@ -139,7 +139,7 @@ def test_lists_suite_recomputed_from_its_samples(full_run):
 def test_score_list_against_the_simpler_implementations():
     """The tiny random model names no list item, so the end-to-end JSD above is undefined; here a list with
     valid choices is scored and checked against the by-hand JSD and counts."""
-    from gapo_lite.eval.lists import score_list
+    from gapo_lite.eval.list_suite import score_list
 
     items = ("Owl", "Cat", "Dog", "Sea lion")
     texts = ["owl", "I pick the Owl.", "cat", "Sea lion!", "nothing", "Owl and Cat"]
@@ -247,12 +247,12 @@ def test_bad_input_is_named(tiny, tmp_path):
 def test_precision_reaches_the_sampling_settings_and_bad_values_are_refused(tiny, monkeypatch):
     """--precision: fp32 forces full-precision sampling; bf16 on a CPU without native bf16 is refused before any load."""
     from gapo_lite import _bootstrap
-    from gapo_lite.eval.runner import EvalOptions, plan_evaluation
+    from gapo_lite.eval.runner import EvalOptions, prepare_evaluation
 
-    plan = plan_evaluation(str(tiny["model"]), options=EvalOptions(suites=("lists", "open"), precision="fp32"))
-    assert {s.precision for s in plan.settings.values()} == {"fp32"}
+    job = prepare_evaluation(str(tiny["model"]), options=EvalOptions(suites=("lists", "open"), precision="fp32"))
+    assert {s.precision for s in job.settings.values()} == {"fp32"}
     with pytest.raises(ValueError, match="precision must be"):
-        plan_evaluation(str(tiny["model"]), options=EvalOptions(suites=("lists",), precision="fp16"))
+        prepare_evaluation(str(tiny["model"]), options=EvalOptions(suites=("lists",), precision="fp16"))
     monkeypatch.setattr(_bootstrap, "cpu_bf16_native", lambda: False)
     with pytest.raises(ValueError, match="no native bf16"):
-        plan_evaluation(str(tiny["model"]), options=EvalOptions(suites=("lists",), precision="bf16"))
+        prepare_evaluation(str(tiny["model"]), options=EvalOptions(suites=("lists",), precision="bf16"))

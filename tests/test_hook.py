@@ -139,3 +139,47 @@ def test_two_processes_split_groups_get_single_process_rewards():
         out = manager.dict()
         mp.spawn(_worker, args=(2, port, [0, split], [split, 12], out), nprocs=2, join=True)
         assert out[0] + out[1] == pytest.approx(single), split
+
+
+def test_every_scorer_is_a_group_scorer_with_a_name_of_its_own():
+    """One protocol, GroupScorer: each scorer scores one group and says its answers; the hook logs under its name."""
+    import numpy as np
+
+    from gapo_lite.rewards import (
+        AccuracyDiversityScorer,
+        AccuracyScorer,
+        CategoryScorer,
+        FrequencyScorer,
+        GroupScorer,
+        InvalidBelowMode,
+        OpenEndedFrequencyScorer,
+        SemanticScorer,
+        TaskScorer,
+        ValidityScorer,
+    )
+
+    own = [FrequencyScorer(), ValidityScorer(), OpenEndedFrequencyScorer(["Apple"]), CategoryScorer({"fruit": ["Apple"]}),
+           SemanticScorer(embed=lambda texts: np.eye(len(texts))), AccuracyScorer(), AccuracyDiversityScorer(cluster=lambda texts: list(range(len(texts)))),
+           TaskScorer({"list": FrequencyScorer()})]
+    assert all(isinstance(s, GroupScorer) for s in [*own, InvalidBelowMode(FrequencyScorer())])
+    names = [s.name for s in own]
+    assert len(set(names)) == len(names), names
+    group = Group("p0", "Pick one.", ["Owl", "Owl", "Bat"], {"items": ITEMS})
+    assert ValidityScorer()(group) == [1.0, 1.0, -1.0] and list(ValidityScorer().answers(group)) == ["Owl", "Owl", None]
+
+
+def test_a_scorer_without_name_or_answers_is_wrapped_and_keeps_what_it_has():
+    class SameAnswer:  # answers, but no name
+        def __call__(self, group):
+            return [0.0] * len(group.completions)
+
+        def answers(self, group):
+            return ["same"] * len(group.completions)
+
+    logged = {}
+    hook = GroupReward(SameAnswer(), num_generations=2)
+    hook(**trl_call([["Owl", "Cat"]]), log_metric=lambda k, v: logged.setdefault(k, v))
+    assert hook.__name__ == "gapo" and logged["gapo/distinct_per_group"] == 1.0
+    logged.clear()
+    GroupReward(lambda g: [0.0, 0.0], num_generations=2)(**trl_call([["Owl", "Cat"]]), log_metric=lambda k, v: logged.setdefault(k, v))
+    assert logged["gapo/distinct_per_group"] == 2.0  # a plain function's answers: the replies' text

@@ -1,6 +1,7 @@
 """Memory planner: term formulas against hand-computed values, plan invariants, monotonicity, errors, CLI."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -16,10 +17,20 @@ TOY_SHAPES = dict(num_layers=3, hidden_size=8, num_heads=2, num_kv_heads=1, inte
 TOY = ModelSpec(name="toy", num_params=count_parameters(**TOY_SHAPES), **TOY_SHAPES)
 
 
+def paper(**changes) -> PlanSettings:
+    """The planner's settings for the paper's TrainConfig on a CUDA GPU with Unsloth (as train() derives them), changed."""
+    from gapo_lite.runplan import run_plan_for
+    from gapo_lite.training import TrainConfig
+    from gapo_lite.training.planning import plan_settings
+
+    config = TrainConfig()
+    return dataclasses.replace(plan_settings(config, run_plan_for(config, cuda=True, has_unsloth=True, processes=1)), **changes)
+
+
 def toy_settings(**overrides) -> PlanSettings:
     base = dict(quantization="32bit", lora_rank=2, num_generations=2, prompts_per_step=2, prompt_tokens=3, completion_tokens=5,
                 backend="transformers", optimizer="adamw")
-    return PlanSettings(**{**base, **overrides})
+    return paper(**{**base, **overrides})
 
 
 # Expected values below are worked out by hand from the toy's shapes (L=3 layers, h=8, 2 heads of 4, 1 KV head:
@@ -88,7 +99,7 @@ def test_unsloth_kv_cache_is_its_decode_buffer():
     long = estimate_terms(TOY, toy_settings(backend="unsloth", completion_tokens=600), chunk_size=1)
     assert long["kv_cache"] == 4 * 1028 * 3 * 2 * 4 * 4
     # Qwen2.5-7B, 256 sequences, P = C = 256: 769 rows x 28 layers x 2 x 512 x 2 bytes
-    plan = plan_memory(ModelSpec.builtin("qwen2.5-7b"), budget_bytes=80 * GIB)
+    plan = plan_memory(ModelSpec.builtin("qwen2.5-7b"), paper(), budget_bytes=80 * GIB)
     assert plan.terms["kv_cache"] == 11_288_969_216
 
 
@@ -110,14 +121,9 @@ def test_minimum_budget_is_the_chunk_one_peak():
     # chunk 1: 8 tokens; activations 8*314*4 + 3*8*8*4 + 2*8*8*4 = 10048 + 768 + 512 = 11328;
     # logits 2*1*6*100*4 + 4000 = 8800 -> training 20128 > generation 8896
     assert smallest == 10528 + 12288 + GIB + 20128
-    assert plan_memory(TOY, budget_bytes=smallest, **_plan_kwargs(s)).chunk_size == 1
+    assert plan_memory(TOY, s, budget_bytes=smallest).chunk_size == 1
     with pytest.raises(MemoryPlanError):
-        plan_memory(TOY, budget_bytes=smallest - 1, **_plan_kwargs(s))
-
-
-def _plan_kwargs(s: PlanSettings) -> dict:
-    return dict(quantization=s.quantization, lora_rank=s.lora_rank, num_generations=s.num_generations, prompts_per_step=s.prompts_per_step,
-                prompt_tokens=s.prompt_tokens, completion_tokens=s.completion_tokens, backend=s.backend, optimizer=s.optimizer)
+        plan_memory(TOY, s, budget_bytes=smallest - 1)
 
 
 def test_qwen_builtins_match_public_counts():
@@ -139,19 +145,19 @@ def test_unknown_model_lists_known(name):
 
 def test_qwen7b_is_physically_sensible():
     spec = ModelSpec.builtin("qwen2.5-7b")
-    plan = plan_memory(spec, budget_bytes=24 * GIB, completion_tokens=256)
+    plan = plan_memory(spec, paper(completion_tokens=256), budget_bytes=24 * GIB)
     assert 4.5e9 < plan.terms["weights"] < 6.0e9  # ~0.5 byte/param for 6.5B projection weights + 16-bit embeddings/head
     assert plan.fits and 1 <= plan.chunk_size <= 64
     assert plan.estimated_peak_bytes <= 24 * GIB
     # transformers backend: 256 sequences x 512 tokens x 28 layers x (K, V) x 4 kv heads x 128 x 2 bytes = 7 GiB exactly
-    transformers = plan_memory(spec, budget_bytes=24 * GIB, backend="transformers", completion_tokens=256)
+    transformers = plan_memory(spec, paper(backend="transformers", completion_tokens=256), budget_bytes=24 * GIB)
     assert transformers.terms["kv_cache"] == 7 * GIB
 
 
 def test_plan_chooses_largest_fitting_divisor():
     spec = ModelSpec.builtin("qwen2.5-1.5b")
-    plan = plan_memory(spec, budget_bytes=16 * GIB, backend="transformers")
-    s = PlanSettings(backend="transformers")
+    plan = plan_memory(spec, paper(backend="transformers"), budget_bytes=16 * GIB)
+    s = paper(backend="transformers")
     sizes = candidate_chunk_sizes(s)
     assert plan.fits and 256 % plan.chunk_size == 0
     assert 1 < plan.chunk_size < 256  # the budget is chosen so that a divisor both above and below exists
@@ -172,10 +178,9 @@ def test_invariants(num_generations, prompts, world, budget_gib, backend, quanti
     prompts *= world  # whole groups per process
     spec = ModelSpec.builtin("qwen2.5-1.5b")
     try:
-        plan = plan_memory(
-            spec, num_generations=num_generations, prompts_per_step=prompts, world_size=world,
-            budget_bytes=int(budget_gib * GIB), backend=backend, quantization=quantization, completion_tokens=128, prompt_tokens=64,
-        )
+        asked = paper(num_generations=num_generations, prompts_per_step=prompts, world_size=world, backend=backend, quantization=quantization,
+                      completion_tokens=128, prompt_tokens=64)
+        plan = plan_memory(spec, asked, budget_bytes=int(budget_gib * GIB))
     except MemoryPlanError as err:
         assert not err.plan.fits and err.plan.estimated_peak_bytes > int(budget_gib * GIB)
         return
@@ -200,7 +205,7 @@ def test_bigger_budget_never_smaller_chunk(low, extra, model):
 
     def chunk(budget_gib: float) -> int:
         try:
-            return plan_memory(spec, budget_bytes=int(budget_gib * GIB)).chunk_size
+            return plan_memory(spec, paper(), budget_bytes=int(budget_gib * GIB)).chunk_size
         except MemoryPlanError:
             return 0
 
@@ -209,7 +214,7 @@ def test_bigger_budget_never_smaller_chunk(low, extra, model):
 
 def test_too_small_budget_raises_with_table():
     with pytest.raises(MemoryPlanError) as info:
-        plan_memory(ModelSpec.builtin("qwen2.5-32b"), budget_bytes=24 * GIB)
+        plan_memory(ModelSpec.builtin("qwen2.5-32b"), paper(), budget_bytes=24 * GIB)
     err = info.value
     assert isinstance(err, ValueError)
     assert "does not fit" in str(err) and "kv_cache" in str(err) and "generation phase" in str(err)
@@ -219,13 +224,13 @@ def test_too_small_budget_raises_with_table():
 def test_bad_settings_are_named():
     spec = ModelSpec.builtin("qwen2.5-0.5b")
     with pytest.raises(ValueError, match="num_generations"):
-        plan_memory(spec, num_generations=1, budget_bytes=GIB)
+        plan_memory(spec, paper(num_generations=1), budget_bytes=GIB)
     with pytest.raises(ValueError, match="does not split over 2 processes"):
-        plan_memory(spec, prompts_per_step=3, num_generations=3, world_size=2, budget_bytes=GIB)
+        plan_memory(spec, paper(prompts_per_step=3, num_generations=3, world_size=2), budget_bytes=GIB)
     with pytest.raises(ValueError, match="quantization"):
-        plan_memory(spec, quantization="8bit", budget_bytes=GIB)
+        plan_memory(spec, paper(quantization="8bit"), budget_bytes=GIB)
     with pytest.raises(ValueError, match="backend"):
-        plan_memory(spec, backend="vllm", budget_bytes=GIB)
+        plan_memory(spec, paper(backend="vllm"), budget_bytes=GIB)
 
 
 def test_no_gpu_and_no_budget_asks_for_budget(monkeypatch):
@@ -233,7 +238,7 @@ def test_no_gpu_and_no_budget_asks_for_budget(monkeypatch):
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(ValueError, match="budget-gb"):
-        plan_memory(ModelSpec.builtin("qwen2.5-0.5b"))
+        plan_memory(ModelSpec.builtin("qwen2.5-0.5b"), paper())
 
 
 def test_from_config_counts_real_parameters(tmp_path):
@@ -260,13 +265,13 @@ def test_from_config_errors(tmp_path):
 def test_grpo_kwargs_build_a_trl_config(tmp_path):
     from trl import GRPOConfig
 
-    plan = plan_memory(ModelSpec.builtin("qwen2.5-0.5b"), budget_bytes=12 * GIB, backend="transformers", prompts_per_step=4, num_generations=8)
+    plan = plan_memory(ModelSpec.builtin("qwen2.5-0.5b"), paper(backend="transformers", prompts_per_step=4, num_generations=8), budget_bytes=12 * GIB)
     kwargs = plan.grpo_kwargs()
     assert "generation_batch_size" not in kwargs and "unsloth_grpo_mini_batch" not in kwargs
     config = GRPOConfig(output_dir=str(tmp_path), report_to="none", use_cpu=True, **kwargs)
     assert config.generation_batch_size == plan.generation_batch_size == 32
     assert config.per_device_train_batch_size == plan.chunk_size
-    unsloth_plan = plan_memory(ModelSpec.builtin("qwen2.5-0.5b"), budget_bytes=12 * GIB, prompts_per_step=4, num_generations=8)
+    unsloth_plan = plan_memory(ModelSpec.builtin("qwen2.5-0.5b"), paper(prompts_per_step=4, num_generations=8), budget_bytes=12 * GIB)
     assert unsloth_plan.grpo_kwargs()["unsloth_grpo_mini_batch"] == 1
 
 

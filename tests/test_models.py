@@ -79,7 +79,7 @@ def test_4bit_transformers_path_follows_the_plans_checkpointing(tiny_model_path,
     monkeypatch.setattr(torch.cuda, "current_device", lambda: "cpu")
     plan = RunPlan(cuda=True, world_size=1, backend="transformers", backend_reason="test", precision="bf16", optim="adamw_torch",
                    gradient_checkpointing=checkpointing, load_in_4bit=True)
-    model, _ = load_model(tiny_model_path, plan=plan, lora=LoraSettings(r=4, alpha=8, dropout=0.0))
+    model, _ = load_model(tiny_model_path, run_plan=plan, lora=LoraSettings(r=4, alpha=8, dropout=0.0))
     assert getattr(model, "is_loaded_in_4bit", False)
     assert model.is_gradient_checkpointing is checkpointing
     assert ("gradient checkpointing on" in plan.describe()) is checkpointing
@@ -129,7 +129,7 @@ def test_vllm_wiring_reaches_unsloth_like_its_notebooks(tiny_model_path, monkeyp
     import dataclasses
     import types
 
-    from gapo_lite.runplan import resolve_hardware
+    from gapo_lite.runplan import run_plan_for
     from gapo_lite.training import TrainConfig
     from gapo_lite.training.trainer import load_for_config
 
@@ -150,7 +150,7 @@ def test_vllm_wiring_reaches_unsloth_like_its_notebooks(tiny_model_path, monkeyp
 
     monkeypatch.setitem(sys.modules, "unsloth", types.SimpleNamespace(FastLanguageModel=FastLanguageModel))
     config = TrainConfig(model=str(tiny_model_path), backend="unsloth", fast_inference=True, gpu_memory_utilization=0.7)
-    hw = dataclasses.replace(resolve_hardware(config, cuda=True, has_unsloth=True), gradient_checkpointing=False)
+    hw = dataclasses.replace(run_plan_for(config, cuda=True, has_unsloth=True), gradient_checkpointing=False)
     load_for_config(config, hw)
     assert calls["load"]["fast_inference"] is True and calls["load"]["gpu_memory_utilization"] == 0.7
     assert calls["load"]["load_in_4bit"] is True and calls["load"]["max_lora_rank"] == 64

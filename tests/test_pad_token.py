@@ -161,8 +161,8 @@ def test_a_gapo_step_is_the_same_with_either_pad(small_vocab_model, pad_is_eos, 
         trainer = build_trainer(config, model=model, tokenizer=tok, train_dataset=dataset, callbacks=[capture])
         assert trainer.processing_class.pad_token_id == tok.pad_token_id
         batches = []
-        generate = trainer._generate_and_score_completions
-        trainer._generate_and_score_completions = lambda inputs: batches.append(generate(inputs)) or batches[-1]
+        generate = trainer.generate_and_score
+        trainer.generate_and_score = lambda inputs: batches.append(generate(inputs)) or batches[-1]
         trainer.train()
         runs.append((batches[0], capture.grads, tok.pad_token_id))
     (eos_batch, eos_grads, eos_pad), (pad_batch, pad_grads, distinct_pad) = runs

@@ -39,8 +39,8 @@ def test_train_on_cuda_stops_before_training_with_the_table(tiny_model_path, tmp
                   gradient_checkpointing=False, load_in_4bit=False)
     import gapo_lite.runplan
 
-    monkeypatch.setattr(gapo_lite.runplan, "resolve_hardware", lambda config: gpu)  # what gapo-lite train resolves before the recipe builds
-    monkeypatch.setattr(trainer, "resolve_hardware", lambda config: gpu)
+    monkeypatch.setattr(gapo_lite.runplan, "run_plan_for", lambda config: gpu)  # what gapo-lite train resolves before the recipe builds
+    monkeypatch.setattr(trainer, "run_plan_for", lambda config: gpu)
     monkeypatch.setattr(trainer, "load_for_config", lambda config, hw: load_model(config.model, backend="transformers", lora=config.lora_settings()))
     monkeypatch.setattr(torch.cuda, "memory_allocated", lambda *a, **k: 0)
     out_dir = tmp_path / "run"

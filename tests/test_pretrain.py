@@ -3,7 +3,8 @@ import random
 
 import pytest
 
-from gapo_lite.data import categories, format_prompt, parse_choice
+from gapo_lite.answers import parse_choice
+from gapo_lite.data import categories, format_prompt
 from gapo_lite.demo.pretrain import collapse_targets, pretrain_collapsed
 from gapo_lite.demo.tiny import build_tiny_model
 from gapo_lite.models import load_model

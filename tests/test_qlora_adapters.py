@@ -22,7 +22,7 @@ def nf4_lora_model(small_vocab_model, monkeypatch):
     monkeypatch.setattr(torch.cuda, "current_device", lambda: "cpu")
     plan = RunPlan(cuda=True, world_size=1, backend="transformers", backend_reason="test", precision="bf16", optim="adamw_torch",
                    gradient_checkpointing=False, load_in_4bit=True)
-    model, tok = load_model(small_vocab_model[0], plan=plan, lora=LoraSettings(r=4, alpha=8, dropout=0.0))
+    model, tok = load_model(small_vocab_model[0], run_plan=plan, lora=LoraSettings(r=4, alpha=8, dropout=0.0))
     torch.manual_seed(0)
     with torch.no_grad():
         for name, param in model.named_parameters():

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from gapo_lite.data.gsm8k import gsm8k_rows
-from gapo_lite.data.open_ended import (
+from gapo_lite.data.open_prompts import (
     EVAL_SUITE_OVERLAP,
     build_open_ended_dataset,
     open_prompt,
@@ -155,9 +155,9 @@ def test_recipe_gsm8k_accuracy_diversity(monkeypatch):
 
 
 def test_validity_baseline_ignores_the_group():
-    from gapo_lite.rewards import ValidityReward
+    from gapo_lite.rewards import ValidityScorer
 
-    baseline = ValidityReward(open_ended_scorer("train"))
+    baseline = ValidityScorer(open_ended_scorer("train"))
     group = Group("g", None, ["Apple", "Apple", "Banana", "Dragonfruit"], {"category": "fruits"})
     assert baseline(group) == [1.0, 1.0, 1.0, -1.0]
 
@@ -170,7 +170,7 @@ def test_naming_recipes_train_the_suites_prompts_and_score_them_as_the_suite_rea
     import dataclasses
     from collections import Counter
 
-    from gapo_lite.eval.open_ended import PROMPTS, SUFFIX, score_answers, vocabulary_for
+    from gapo_lite.eval.open_suite import PROMPTS, SUFFIX, score_answers, vocabulary_for
     from gapo_lite.training.recipes import load_recipe_file
 
     recipe = load_recipe_file("smollm2_naming")

@@ -97,3 +97,12 @@ def test_a_weight_on_the_frequency_term_is_an_invalid_reward_in_disguise(answers
     if max(same) - min(same) < 1e-9:
         return  # a group with one reward has no gradient either way
     assert _group_advantages(weighted) == pytest.approx(_group_advantages(same), rel=1e-6, abs=1e-9)
+
+
+@pytest.mark.parametrize("module", ["gapo_lite.rewards.frequency", "gapo_lite.rewards.invalid", "gapo_lite.rewards.validity", "gapo_lite.diagnostics"])
+def test_doctests_of_the_formula_and_its_readers(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module))
+    assert result.attempted > 0 and result.failed == 0

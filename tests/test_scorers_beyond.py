@@ -9,7 +9,7 @@ import pytest
 
 from gapo_lite.rewards import Group, GroupReward
 from gapo_lite.rewards.accuracy import AccuracyDiversityScorer, extract_number, reasoning_text
-from gapo_lite.rewards.open_ended import OpenEndedFrequencyScorer, canonical_answer, frequency_rewards_with_L
+from gapo_lite.rewards.open_scorer import OpenEndedFrequencyScorer, canonical_answer, frequency_rewards_with_L
 from gapo_lite.rewards.semantic import SemanticClusterer, SemanticScorer, cluster_embeddings
 
 WORDS = ["alpha", "beta", "gamma", "delta"]

@@ -30,15 +30,20 @@ def lora_model(tiny_model_path):
 
 
 def trainers():
+    """TRL's log-probabilities, and the shared prompt's over them, reached as TRL calls them (``_full_logits_logps``)."""
     from trl import GRPOTrainer
+
+    from gapo_lite.training.gapo_trainer import GAPOState
+    from gapo_lite.upstream.trl import TRLHooks
 
     class Plain:
         temperature = 0.8
         _entropy_bonus_enabled = True
         _full_logits_logps = GRPOTrainer._full_logits_logps
 
-    class Shared(SharedPromptMixin, Plain):
-        pass
+    class Shared(SharedPromptMixin, TRLHooks, Plain):
+        def __init__(self):
+            self.gapo = GAPOState()
 
     return Plain(), Shared()
 
@@ -126,11 +131,11 @@ def counted(function: functools.partial, calls: list) -> functools.partial:
 
 def test_reentrant_checkpointing_takes_trls_path(lora_model, checkpointing, monkeypatch):
     """Reentrant checkpointing runs the forward without grad: a cache written there would carry no gradient, so TRL's path runs."""
-    from gapo_lite.training.shared_prompt import shared_cache_is_exact
+    from gapo_lite.upstream.transformers import prompt_cache_is_exact
 
-    assert shared_cache_is_exact(lora_model)
+    assert prompt_cache_is_exact(lora_model)
     checkpointing(reentrant=True)
-    assert not shared_cache_is_exact(lora_model)
+    assert not prompt_cache_is_exact(lora_model)
     called = []
     monkeypatch.setattr(SharedPromptMixin, "_shared_prompt_logits", lambda *a: called.append(1))
     _, shared = trainers()

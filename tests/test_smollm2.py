@@ -125,7 +125,7 @@ def test_one_gapo_step_in_nf4_and_its_adapter_on_the_full_precision_model(smollm
     config = apply_overrides(recipe.config, [f"model={smollm2_path}", "load_in_4bit=true", "max_steps=1", f"output_dir={tmp_path / 'run'}",
                                              "save_steps=1"], what="TrainConfig key")
     trainer = build_trainer(config, **recipe.train_kwargs(config))
-    assert trainer.gapo_hardware.load_in_4bit
+    assert trainer.gapo.run_plan.load_in_4bit
     assert sum(isinstance(m, bnb.nn.Linear4bit) for m in trainer.model.modules()) == 30 * 7
     trainer.train()
     trainer.save_model(str(tmp_path / "adapter"))

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gapo_lite.data.open_ended import OPEN_VOCAB_FILE, category_vocabularies, open_vocabulary, vocabularies
-from gapo_lite.eval import open_ended
+from gapo_lite.data.open_prompts import OPEN_VOCAB_FILE, category_vocabularies, open_vocabulary, vocabularies
+from gapo_lite.eval import open_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -83,12 +83,12 @@ def test_open_vocabulary_keeps_the_word_list_and_adds_real_nouns():
 
 def test_the_wordnet_validator_counts_real_animals_the_word_list_misses():
     replies = {"animal": ["Snake", "Shark", "Lion", "Aardavus", "The African Elephant"], "movie": ["Titanic"]}
-    by_words = open_ended.score_open(replies, open_ended.PROMPTS, validator="word_lists")
-    by_wordnet = open_ended.score_open(replies, open_ended.PROMPTS, validator="wordnet")
+    by_words = open_suite.score_open(replies, open_suite.PROMPTS, validator="word_lists")
+    by_wordnet = open_suite.score_open(replies, open_suite.PROMPTS, validator="wordnet")
     assert by_words["prompts"]["animal"]["unique_valid"] == 1  # Lion ("Elephant" is on the list, "African elephant" is not)
     assert by_wordnet["prompts"]["animal"]["unique_valid"] == 4  # and Snake, Shark, African elephant; not the made-up "Aardavus"
-    assert open_ended.vocabulary_for("movie", "wordnet") is None  # no vocabulary: the short-answer rule, as before
-    assert "Snake" in open_ended.vocabulary_for("animal", "wordnet") and "Snake" not in open_ended.vocabulary_for("animal", "open")
+    assert open_suite.vocabulary_for("movie", "wordnet") is None  # no vocabulary: the short-answer rule, as before
+    assert "Snake" in open_suite.vocabulary_for("animal", "wordnet") and "Snake" not in open_suite.vocabulary_for("animal", "open")
 
 
 def test_the_mixed_reward_pays_a_real_fruit_outside_the_list_only_with_wordnet():
@@ -126,7 +126,7 @@ def test_the_category_itself_is_no_answer():
     assert "animal" not in wordnet_vocabulary("animals") and "colour" not in wordnet_vocabulary("colors")
     assert "fruit" not in open_vocabulary("fruits") and "beverage" not in open_vocabulary("drinks")
     replies = {"first_name": ["First name", "Anna", "first names"], "food": ["Food", "Pizza"], "celebrity": ["Celebrity", "Madonna"]}
-    clean = open_ended.score_open(replies, open_ended.PROMPTS, validator="wordnet")
+    clean = open_suite.score_open(replies, open_suite.PROMPTS, validator="wordnet")
     assert {k: clean["prompts"][k]["unique_valid"] for k in replies} == {"first_name": 1, "food": 1, "celebrity": 1}
-    lenient = open_ended.score_open(replies, open_ended.PROMPTS, validator="wordnet", clean=False)
+    lenient = open_suite.score_open(replies, open_suite.PROMPTS, validator="wordnet", clean=False)
     assert lenient["prompts"]["celebrity"]["unique_valid"] == 2  # the records made before keep their rule

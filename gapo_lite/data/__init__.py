@@ -1,5 +1,4 @@
-"""List-selection data: word lists, prompt builder and the answer parser."""
-from gapo_lite.answers.choice import parse_choice
-from gapo_lite.data.lists import TEMPLATES, build_list_dataset, categories, format_prompt, make_example, vocabulary
+"""List-selection data: word lists and the prompt builder (the answer parser is :func:`gapo_lite.answers.parse_choice`)."""
+from gapo_lite.data.list_prompts import TEMPLATES, build_list_dataset, categories, format_prompt, make_example, vocabulary
 
-__all__ = ["TEMPLATES", "build_list_dataset", "categories", "format_prompt", "make_example", "parse_choice", "vocabulary"]
+__all__ = ["TEMPLATES", "build_list_dataset", "categories", "format_prompt", "make_example", "vocabulary"]

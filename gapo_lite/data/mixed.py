@@ -3,13 +3,13 @@ spread on prompts with no list to copy from.
 
 The open prompts ("Name a fruit. Answer with the name only.") are worded like the open-ended evaluation
 suite's, but their categories are the training categories the suite does NOT ask about
-(:data:`~gapo_lite.data.open_ended.EVAL_SUITE_OVERLAP` is left out), so the suite still measures prompts RL
+(:data:`~gapo_lite.data.open_prompts.EVAL_SUITE_OVERLAP` is left out), so the suite still measures prompts RL
 never saw. Each open category's word list is its vocabulary (the reward's validator and its L).
 """
 from __future__ import annotations
 
-from gapo_lite.data.lists import Split, build_list_dataset, categories
-from gapo_lite.data.open_ended import ANSWER_ONLY, EVAL_SUITE_OVERLAP, build_open_ended_dataset
+from gapo_lite.data.list_prompts import Split, build_list_dataset, categories
+from gapo_lite.data.open_prompts import ANSWER_ONLY, EVAL_SUITE_OVERLAP, build_open_ended_dataset
 
 TASK_COLUMN = "task"  # "list" or "open": which scorer a row's group goes to (gapo_lite.rewards.TaskScorer)
 

@@ -94,7 +94,7 @@ def pretrain_list_model(model: Any, tokenizer: Any, s: Any, *, copy_steps: int, 
 def measure(model: Any, tokenizer: Any, s: Any) -> dict[str, Any]:
     """Lists-suite metrics on held-out and training categories at each evaluation temperature."""
     from gapo_lite.demo.stages import LAB_PRECISION
-    from gapo_lite.eval.lists import run_lists
+    from gapo_lite.eval.list_suite import run_lists
     from gapo_lite.eval.settings import SampleSettings
 
     out: dict[str, Any] = {}

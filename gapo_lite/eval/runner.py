@@ -1,5 +1,5 @@
-"""``evaluate`` in three steps: :func:`plan_evaluation` (check the options, decide variants, sampling
-settings and benchmarks; loads nothing), :func:`run_plan` (load each model once, run the suites) and
+"""``evaluate`` in three steps: :func:`prepare_evaluation` (check the options, decide variants, sampling
+settings and benchmarks; loads nothing), :func:`run_evaluation` (load each model once, run the suites) and
 :func:`report` (write results.json, report.md and PNGs)."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from gapo_lite._bootstrap import REQUESTED_PRECISIONS, cpu_precision, cuda_available
+from gapo_lite._bootstrap import EVAL_BACKEND, REQUESTED_PRECISIONS, cpu_precision, cuda_available
 from gapo_lite.errors import UserError, UserFileNotFoundError
 from gapo_lite.eval.bench import BenchItem
 from gapo_lite.eval.settings import SampleSettings
@@ -58,7 +58,7 @@ def plan_variants(model: str, adapter: str | None = None, compare: str | None = 
 class ModelPool:
     """Loads each base model once; adapters are attached to it by name and switched (or disabled) per variant."""
 
-    def __init__(self, backend: str = "transformers", load_in_4bit: bool = False) -> None:
+    def __init__(self, backend: str = EVAL_BACKEND, load_in_4bit: bool = False) -> None:
         self.backend = backend
         self.load_in_4bit = load_in_4bit
         self._models: dict[str, dict[str, Any]] = {}
@@ -154,7 +154,7 @@ class EvalOptions:
     num_lists: int = 10
     list_size: int = 8
     num_orders: int = 4
-    backend: str = "transformers"
+    backend: str = EVAL_BACKEND
     load_in_4bit: bool = False
     embed: Any = None
     progress: bool = True
@@ -162,8 +162,8 @@ class EvalOptions:
 
 
 @dataclass
-class EvalPlan:
-    """What :func:`run_plan` does: the variants, the suites in order, their sampling settings and benchmarks."""
+class EvalJob:
+    """What :func:`run_evaluation` does: the variants, the suites in order, their sampling settings and benchmarks."""
 
     model: str
     adapter: str | None
@@ -180,15 +180,15 @@ class EvalPlan:
 
 @dataclass
 class EvalRun:
-    """What :func:`run_plan` measured: per-variant suite results, sweep points (scored) and timings."""
+    """What :func:`run_evaluation` measured: per-variant suite results, sweep points (scored) and timings."""
 
     per_variant: dict[str, dict[str, Any]]
     sweep_points: dict[str, list[dict[str, Any]]]
     seconds: dict[str, float]
 
 
-def plan_evaluation(model: str, adapter: str | None = None, compare: str | None = None, options: EvalOptions | None = None) -> EvalPlan:
-    """Check the options and decide what to run; loads no model (the bench plan may load task configs)."""
+def prepare_evaluation(model: str, adapter: str | None = None, compare: str | None = None, options: EvalOptions | None = None) -> EvalJob:
+    """Check the options and decide what to run; loads no model (the benchmarks may load lm-eval task configs)."""
     from gapo_lite.eval import bench as bench_mod
 
     o = options or EvalOptions()
@@ -207,117 +207,117 @@ def plan_evaluation(model: str, adapter: str | None = None, compare: str | None 
             cpu_precision("bf16")
         except ValueError as error:
             raise UserError(str(error)) from None
-    plan = EvalPlan(str(model), adapter, compare, o, plan_variants(model, adapter, compare), suites, Path(o.out_dir))
+    job = EvalJob(str(model), adapter, compare, o, plan_variants(model, adapter, compare), suites, Path(o.out_dir))
 
     def sample_settings(n: int, suite: str) -> SampleSettings:
         return SampleSettings(n=n, temperature=o.temperature, max_new_tokens=o.max_new_tokens or DEFAULT_MAX_NEW_TOKENS[suite],
                               batch_size=o.batch_size, seed=o.seed, progress=o.progress, precision=o.precision)
 
-    plan.settings = {s: sample_settings(o.n or DEFAULT_N[s], s) for s in suites if s not in ("bench", "guard")}
+    job.settings = {s: sample_settings(o.n or DEFAULT_N[s], s) for s in suites if s not in ("bench", "guard")}
     if "guard" in suites:
-        plan.settings["guard"] = SampleSettings(n=1, temperature=0.0, max_new_tokens=o.max_new_tokens or DEFAULT_MAX_NEW_TOKENS["guard"],
+        job.settings["guard"] = SampleSettings(n=1, temperature=0.0, max_new_tokens=o.max_new_tokens or DEFAULT_MAX_NEW_TOKENS["guard"],
                                                 batch_size=o.batch_size, progress=o.progress, precision=o.precision)
-    plan.sweep_settings = sample_settings(o.sweep_n, "open") if o.sweep else None
+    job.sweep_settings = sample_settings(o.sweep_n, "open") if o.sweep else None
     if "bench" in suites:
         names = list(o.bench_tasks or bench_mod.DEFAULT_BENCHMARKS)
-        plan.bench_manager = bench_mod.task_manager(o.bench_include_path, names)
-        plan.bench_items = bench_mod.plan(names, limit=o.bench_limit, allow_code_exec=o.allow_code_exec, manager=plan.bench_manager)
-        for item in plan.bench_items:
+        job.bench_manager = bench_mod.task_manager(o.bench_include_path, names)
+        job.bench_items = bench_mod.plan(names, limit=o.bench_limit, allow_code_exec=o.allow_code_exec, manager=job.bench_manager)
+        for item in job.bench_items:
             if item.status != "ready":
                 print(f"gapo-lite eval: bench {item.key} skipped: {item.reason}")
-    return plan
+    return job
 
 
-def run_suite(plan: EvalPlan, suite: str, model: Any, tokenizer: Any) -> dict[str, Any]:
+def run_suite(job: EvalJob, suite: str, model: Any, tokenizer: Any) -> dict[str, Any]:
     """One suite on one loaded model; samples are written to ``samples/`` by the caller."""
     from gapo_lite.eval import bench as bench_mod
     from gapo_lite.eval.creative import run_creative
-    from gapo_lite.eval.lists import run_lists
-    from gapo_lite.eval.open_ended import run_open
+    from gapo_lite.eval.list_suite import run_lists
+    from gapo_lite.eval.open_suite import run_open
 
-    o = plan.options
+    o = job.options
     if suite == "lists":
-        return run_lists(model, tokenizer, plan.settings[suite], num_lists=o.num_lists, list_size=o.list_size, num_orders=o.num_orders)
+        return run_lists(model, tokenizer, job.settings[suite], num_lists=o.num_lists, list_size=o.list_size, num_orders=o.num_orders)
     if suite == "open":
         # The widest vocabularies: a real model's "Snake" or "Dublin" is an animal or a city though the kit's 25-word lists lack it.
-        result = run_open(model, tokenizer, plan.settings[suite], fold_plurals=o.fold_plurals, validator="wordnet")
+        result = run_open(model, tokenizer, job.settings[suite], fold_plurals=o.fold_plurals, validator="wordnet")
         result.pop("completions")
         result.pop("ended")
         return result
     if suite == "guard":
-        from gapo_lite.eval.guard import run_guard
+        from gapo_lite.eval.guard_suite import run_guard
 
-        settings = plan.settings[suite]
+        settings = job.settings[suite]
         return run_guard(model, tokenizer, max_new_tokens=settings.max_new_tokens, batch_size=settings.batch_size, precision=settings.precision,
                          progress=settings.progress)
     if suite == "creative":
-        return run_creative(model, tokenizer, plan.settings[suite], embed=o.embed)
-    return bench_mod.run(model, tokenizer, plan.bench_items or [], batch_size=o.bench_batch_size, apply_chat_template=o.bench_chat_template,
-                         allow_code_exec=o.allow_code_exec, manager=plan.bench_manager)
+        return run_creative(model, tokenizer, job.settings[suite], embed=o.embed)
+    return bench_mod.run(model, tokenizer, job.bench_items or [], batch_size=o.bench_batch_size, apply_chat_template=o.bench_chat_template,
+                         allow_code_exec=o.allow_code_exec, manager=job.bench_manager)
 
 
-def run_plan(plan: EvalPlan) -> EvalRun:
+def run_evaluation(job: EvalJob) -> EvalRun:
     """Load each model once, run every suite (and the sweep) for every variant, score the sweep under the base."""
     from gapo_lite.eval.sweep import sample_sweep, score_sweep
 
-    o = plan.options
-    plan.out.mkdir(parents=True, exist_ok=True)
+    o = job.options
+    job.out.mkdir(parents=True, exist_ok=True)
     pool = ModelPool(backend=o.backend, load_in_4bit=o.load_in_4bit)
     run = EvalRun({}, {}, {})
-    for variant in plan.variants:
+    for variant in job.variants:
         results: dict[str, Any] = {}
         with pool.use(variant) as (m, tok):
-            for suite in plan.suites:
+            for suite in job.suites:
                 print(f"gapo-lite eval: {variant.label}: {suite}")
                 start = time.perf_counter()
-                r = run_suite(plan, suite, m, tok)
+                r = run_suite(job, suite, m, tok)
                 if "samples" in r:
-                    r["samples_file"] = _write_samples(plan.out, variant.label, suite, r.pop("samples"))
+                    r["samples_file"] = _write_samples(job.out, variant.label, suite, r.pop("samples"))
                 results[suite] = r
                 run.seconds[f"{variant.label}/{suite}"] = time.perf_counter() - start
-            if plan.sweep_settings is not None:
+            if job.sweep_settings is not None:
                 print(f"gapo-lite eval: {variant.label}: temperature sweep {list(o.sweep_temperatures)}")
-                run.sweep_points[variant.label] = sample_sweep(m, tok, plan.sweep_settings, o.sweep_temperatures, fold_plurals=o.fold_plurals)
+                run.sweep_points[variant.label] = sample_sweep(m, tok, job.sweep_settings, o.sweep_temperatures, fold_plurals=o.fold_plurals)
         run.per_variant[variant.label] = results
-        if variant.model != plan.model:
+        if variant.model != job.model:
             pool.release(variant.model)
-    if plan.sweep_settings is not None:
-        with pool.use(Variant("base", plan.model)) as (base, tok):
+    if job.sweep_settings is not None:
+        with pool.use(Variant("base", job.model)) as (base, tok):
             batch = max(1, min(o.batch_size, 16))
             run.sweep_points = {label: score_sweep(base, tok, points, batch_size=batch) for label, points in run.sweep_points.items()}
     return run
 
 
-def report(plan: EvalPlan, run: EvalRun) -> dict[str, Any]:
+def report(job: EvalJob, run: EvalRun) -> dict[str, Any]:
     """The results as written to results.json (with report.md and the PNGs beside it)."""
     from gapo_lite.eval.report import write_report
 
-    o = plan.options
-    sample_suites = list(plan.settings)
+    o = job.options
+    sample_suites = list(job.settings)
     config = {
-        "model": plan.model, "adapter": plan.adapter, "compare": plan.compare,
-        "variants": [{"label": v.label, "model": v.model, "adapter": v.adapter} for v in plan.variants],
-        "suites": plan.suites, "temperature": o.temperature, "seed": o.seed,
-        "n": {s: plan.settings[s].n for s in sample_suites} | ({"sweep": o.sweep_n} if o.sweep else {}),
-        "max_new_tokens": {s: plan.settings[s].max_new_tokens for s in sample_suites},
+        "model": job.model, "adapter": job.adapter, "compare": job.compare,
+        "variants": [{"label": v.label, "model": v.model, "adapter": v.adapter} for v in job.variants],
+        "suites": job.suites, "temperature": o.temperature, "seed": o.seed,
+        "n": {s: job.settings[s].n for s in sample_suites} | ({"sweep": o.sweep_n} if o.sweep else {}),
+        "max_new_tokens": {s: job.settings[s].max_new_tokens for s in sample_suites},
         "batch_size": o.batch_size, "backend": o.backend, "load_in_4bit": o.load_in_4bit, "fold_plurals": o.fold_plurals,
-        "bench_limit": o.bench_limit if "bench" in plan.suites else None,
-        "bench_tasks": [i.task for i in plan.bench_items] if plan.bench_items else None,
+        "bench_limit": o.bench_limit if "bench" in job.suites else None,
+        "bench_tasks": [i.task for i in job.bench_items] if job.bench_items else None,
         "versions": _versions(), "seconds": run.seconds,
     }
     results: dict[str, Any] = {"config": config, "variants": run.per_variant}
-    if plan.sweep_settings is not None:
+    if job.sweep_settings is not None:
         results["sweep"] = {
             "n": o.sweep_n,
             "temperatures": [float(t) for t in o.sweep_temperatures],
             "diversity": f"mean Unique@{o.sweep_n} over the open-ended prompts",
             "coherence": (
-                f"mean per-token log-likelihood of the samples under the BASE model ({plan.model}, no adapter): per sample the mean "
+                f"mean per-token log-likelihood of the samples under the BASE model ({job.model}, no adapter): per sample the mean "
                 "log-probability of its completion tokens given the prompt, then the mean over samples"
             ),
             "points": run.sweep_points,
         }
-    return write_report(results, plan.out)
+    return write_report(results, job.out)
 
 
 def evaluate(model: str, adapter: str | None = None, compare: str | None = None, **options: Any) -> dict[str, Any]:
@@ -332,5 +332,5 @@ def evaluate(model: str, adapter: str | None = None, compare: str | None = None,
     unknown = sorted(set(options) - known)
     if unknown:
         raise TypeError(f"evaluate() got unknown option(s) {unknown}; known: {', '.join(sorted(known))}")
-    plan = plan_evaluation(model, adapter, compare, EvalOptions(**options))
-    return report(plan, run_plan(plan))
+    job = prepare_evaluation(model, adapter, compare, EvalOptions(**options))
+    return report(job, run_evaluation(job))

@@ -75,7 +75,7 @@ def sample_sweep(model, tokenizer, settings: SampleSettings, temperatures: Seque
     """For each temperature: open-ended samples and their mean Unique@N (coherence is filled in later)."""
     from dataclasses import replace
 
-    from gapo_lite.eval.open_ended import run_open
+    from gapo_lite.eval.open_suite import run_open
 
     if not temperatures:
         raise ValueError("the temperature sweep needs at least one temperature")

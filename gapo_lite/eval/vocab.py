@@ -58,12 +58,12 @@ def open_vocabularies() -> dict[str, CanonicalSet]:
 
 @functools.lru_cache(maxsize=None)
 def wordnet_vocabulary(category: str) -> CanonicalSet:
-    """A word-list category's answers with every noun WordNet files under it (:func:`gapo_lite.data.open_ended.open_vocabulary`).
+    """A word-list category's answers with every noun WordNet files under it (:func:`gapo_lite.data.open_prompts.open_vocabulary`).
 
     >>> animals = wordnet_vocabulary("animals")
     >>> "Snakes" in animals, "Lion" in animals, "Aardavus" in animals
     (True, True, False)
     """
-    from gapo_lite.data.open_ended import open_vocabulary
+    from gapo_lite.data.open_prompts import open_vocabulary
 
     return CanonicalSet(open_vocabulary(category))

@@ -94,7 +94,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gapo_lite import batching
+from gapo_lite._bootstrap import LOADERS
 from gapo_lite.memory.specs import ModelSpec
+from gapo_lite.runplan import fast_inference_problem
+from gapo_lite.upstream import unsloth as upstream_unsloth  # the values read from Unsloth's sources
 
 GIB = 1024**3
 # Per quantized matrix, whatever its size: the NF4 code (16 fp32), double quant's nested code (256 fp32) and offset.
@@ -108,17 +111,11 @@ def nf4_bytes(params: int) -> int:
     return math.ceil(params / 2) + blocks + 4 * math.ceil(blocks / 256) + NF4_STATE_BYTES_PER_MATRIX
 CUDA_OVERHEAD_BYTES = GIB
 QUANTIZATIONS = ("4bit", "16bit", "32bit")
-BACKENDS = ("unsloth", "transformers")
 ADAPTER_BYTES = 4  # the LoRA adapter and its gradient are fp32 on both backends (gapo_lite.training.trainer.keep_fp32_adapters)
 OPTIMIZER_STATE_BYTES = {"adamw": 8, "adamw_8bit": 2}  # AdamW's two states per parameter: fp32, or 8-bit
 OPTIMIZERS = {name: 2 * ADAPTER_BYTES + state for name, state in OPTIMIZER_STATE_BYTES.items()}  # bytes per LoRA parameter
-UNSLOTH_KV_INCREMENT = 512  # unsloth/models/llama.py KV_CACHE_INCREMENT: decode buffer rows beyond the prompt
-UNSLOTH_OFFLOAD_MIN_SEQ = 512  # unsloth/models/_utils.py ~L502-509: below this max_seq_length "unsloth" checkpointing is plain
 UNSLOTH_GRPO_MINI_BATCH = 1  # slices per log-prob call: the whole planned micro-batch in one forward
 LORA_PROJECTIONS = 7
-UNSLOTH_FUSED_CHUNK_BYTES = 2 * GIB  # unsloth_zoo.fused_losses.chunked_logprob: _CHUNK_GB default
-UNSLOTH_BYTES_PER_LOGIT = 8
-UNSLOTH_FUSED_MIN_ROWS = 512
 TERM_NAMES = (
     "weights",
     "lora_params_and_optimizer",
@@ -144,31 +141,31 @@ DEFAULT_PROMPT_TOKENS = 256  # only when no tokenizer and dataset are at hand to
 
 @dataclass(frozen=True)
 class PlanSettings:
-    """Everything a plan depends on besides the model and the chunk size (validated on creation).
+    """Everything a plan depends on besides the model and the chunk size, in the planner's terms (validated on creation).
 
-    The defaults are ``TrainConfig``'s as ``train()`` runs it on a CUDA GPU with Unsloth (a test keeps them equal);
-    ``train()`` and ``gapo-lite plan`` always pass every field from the config and its run plan."""
+    It has no defaults of its own: :func:`gapo_lite.training.planning.plan_settings` derives every field from a
+    ``TrainConfig`` and its run plan, for ``train()`` and ``gapo-lite plan`` alike."""
 
-    quantization: str = "4bit"
-    lora_rank: int = 64
-    num_generations: int = 32
-    prompts_per_step: int = 8
-    prompt_tokens: int = DEFAULT_PROMPT_TOKENS
-    completion_tokens: int = 32
-    world_size: int = 1
-    backend: str = "unsloth"
-    gradient_checkpointing: bool = True
-    max_seq_length: int = 1024
-    optimizer: str = "adamw_8bit"
-    fast_inference: bool = False
-    gpu_memory_utilization: float = 0.5
-    gpu_total_bytes: int | None = None
+    quantization: str
+    lora_rank: int
+    num_generations: int
+    prompts_per_step: int
+    prompt_tokens: int
+    completion_tokens: int
+    world_size: int
+    backend: str
+    gradient_checkpointing: bool
+    max_seq_length: int
+    optimizer: str
+    fast_inference: bool
+    gpu_memory_utilization: float
+    gpu_total_bytes: int | None = None  # the GPU's total memory, for vLLM's share (None: the budget stands for it)
 
     def __post_init__(self) -> None:
         if self.quantization not in QUANTIZATIONS:
             raise ValueError(f"quantization must be one of {', '.join(QUANTIZATIONS)}, got {self.quantization!r}")
-        if self.backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
+        if self.backend not in LOADERS:
+            raise ValueError(f"backend must be one of {', '.join(LOADERS)}, got {self.backend!r}")
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {self.optimizer!r}")
         for key in ("lora_rank", "prompts_per_step", "prompt_tokens", "completion_tokens", "world_size", "max_seq_length"):
@@ -177,8 +174,9 @@ class PlanSettings:
                 raise ValueError(f"{key} must be a positive integer, got {value!r}")
         if not isinstance(self.num_generations, int) or self.num_generations < 2:
             raise ValueError(f"num_generations must be an integer >= 2 (GRPO needs a group), got {self.num_generations!r}")
-        if self.fast_inference and self.backend != "unsloth":
-            raise ValueError("fast_inference (vLLM generation) is Unsloth's: it needs backend 'unsloth'")
+        problem = fast_inference_problem(self.backend, cuda=True) if self.fast_inference else None  # a plan is for a CUDA GPU
+        if problem:
+            raise ValueError(problem)
         if not 0.0 < self.gpu_memory_utilization < 1.0:
             raise ValueError(f"gpu_memory_utilization must be in (0, 1), got {self.gpu_memory_utilization!r}")
         if self.gpu_total_bytes is not None and self.gpu_total_bytes < 1:
@@ -211,7 +209,7 @@ def lora_parameter_count(spec: ModelSpec, rank: int) -> int:
 
 def default_logit_chunk_multiplier(settings: PlanSettings) -> int:
     """Unsloth's default when ``unsloth_logit_chunk_multiplier`` is unset: ``max(4, seq_len // 4096)``."""
-    return max(4, (settings.prompt_tokens + settings.completion_tokens) // 4096)
+    return upstream_unsloth.logit_chunk_multiplier(settings.prompt_tokens + settings.completion_tokens)
 
 
 def _weights(spec: ModelSpec, s: PlanSettings) -> int:
@@ -237,8 +235,8 @@ def layer_backward_elements(spec: ModelSpec) -> int:
 
 def checkpointed_inputs_on_gpu(spec: ModelSpec, s: PlanSettings) -> int:
     """Layers whose saved inputs stay on the GPU under gradient checkpointing: two with Unsloth's offloading, which
-    it uses from a ``max_seq_length`` of 512 (:data:`UNSLOTH_OFFLOAD_MIN_SEQ`), every layer otherwise."""
-    offloading = s.backend == "unsloth" and s.max_seq_length >= UNSLOTH_OFFLOAD_MIN_SEQ
+    it uses from a ``max_seq_length`` of 512 (``OFFLOAD_MIN_SEQ`` in :mod:`gapo_lite.upstream.unsloth`), every layer otherwise."""
+    offloading = s.backend == "unsloth" and s.max_seq_length >= upstream_unsloth.OFFLOAD_MIN_SEQ
     return 2 if offloading else spec.num_layers
 
 
@@ -259,9 +257,10 @@ def _logits(spec: ModelSpec, s: PlanSettings, chunk: int, multiplier: int | None
         return 2 * chunk * (C + 1) * V * a + 2 * C * V * 4
     hidden = 2 * chunk * C * spec.hidden_size * a
     rows_multiplier = math.ceil(C / (multiplier or default_logit_chunk_multiplier(s)))
-    rows_fused = min(UNSLOTH_FUSED_CHUNK_BYTES // (V * UNSLOTH_BYTES_PER_LOGIT), max(UNSLOTH_FUSED_MIN_ROWS, math.ceil(chunk * C / 8)))
+    per_logit, chunk_bytes = upstream_unsloth.BYTES_PER_LOGIT, int(upstream_unsloth.FUSED_CHUNK_GB * GIB)
+    rows_fused = min(chunk_bytes // (V * per_logit), max(upstream_unsloth.FUSED_MIN_ROWS, math.ceil(chunk * C / 8)))
     rows = min(max(rows_multiplier, rows_fused), chunk * C)
-    return hidden + rows * V * UNSLOTH_BYTES_PER_LOGIT
+    return hidden + rows * V * per_logit
 
 
 def _kv_bytes(spec: ModelSpec, s: PlanSettings, tokens: int) -> int:
@@ -273,8 +272,9 @@ def kv_cache_rows(s: PlanSettings) -> int:
     """KV cache rows per sequence: ``P + C`` (transformers), Unsloth's decode buffer ``P + 1 + 512k`` (unsloth)."""
     if s.backend != "unsloth":
         return s.prompt_tokens + s.completion_tokens
-    increments = max(1, math.ceil((s.completion_tokens - 1) / UNSLOTH_KV_INCREMENT))
-    return s.prompt_tokens + 1 + UNSLOTH_KV_INCREMENT * increments
+    step = upstream_unsloth.KV_CACHE_INCREMENT
+    increments = max(1, math.ceil((s.completion_tokens - 1) / step))
+    return s.prompt_tokens + 1 + step * increments
 
 
 def _kv_cache(spec: ModelSpec, s: PlanSettings) -> int:
@@ -491,18 +491,13 @@ def _make_plan(spec: ModelSpec, s: PlanSettings, chunk: int, budget: int) -> Mem
     )
 
 
-def plan_memory(spec: ModelSpec, settings: PlanSettings | None = None, *, budget_bytes: int | None = None, **fields: Any) -> MemoryPlan:
+def plan_memory(spec: ModelSpec, settings: PlanSettings, *, budget_bytes: int | None = None) -> MemoryPlan:
     """The largest chunk size (completions per micro-batch) that divides the per-process generation batch and fits.
 
-    ``settings`` (or :class:`PlanSettings` built from ``fields``) says what runs. ``budget_bytes=None`` uses the
-    free memory of the current CUDA device (an error on a machine without one). Raises
-    :class:`MemoryPlanError` (a ``ValueError``, message includes the table and what would fit) when even chunk
-    size 1 does not fit.
+    ``settings`` says what runs. ``budget_bytes=None`` uses the free memory of the current CUDA device (an error on
+    a machine without one). Raises :class:`MemoryPlanError` (a ``ValueError``, message includes the table and what
+    would fit) when even chunk size 1 does not fit.
     """
-    if settings is None:
-        settings = PlanSettings(**fields)
-    elif fields:
-        settings = dataclasses.replace(settings, **fields)
     budget = free_cuda_bytes() if budget_bytes is None else int(budget_bytes)
     if budget <= 0:
         raise ValueError(f"budget_bytes must be positive, got {budget_bytes!r}")
@@ -555,7 +550,7 @@ def what_would_fit(spec: ModelSpec, settings: PlanSettings, budget: int) -> list
         shorter = _make_plan(spec, dataclasses.replace(settings, completion_tokens=1), 1, budget)
     if shorter is not None:
         out.append(_suggestion("max_completion_length", shorter.settings["completion_tokens"], shorter))
-    if settings.backend == "unsloth" and not settings.fast_inference:
+    if not settings.fast_inference and fast_inference_problem(settings.backend, cuda=True) is None:
         try:
             vllm = dataclasses.replace(settings, fast_inference=True)
             out.append(_suggestion("fast_inference", True, fitting_plan(spec, vllm, budget) or _make_plan(spec, vllm, 1, budget)))

@@ -1,27 +1,36 @@
-"""Group-level rewards and the hook that plugs them into TRL's GRPO loop.
+"""GAPO's reward: the formula, the group scorers and the hook that plugs them into TRL's GRPO loop.
 
-Layout (arrows point down only): ``group`` (Group, the scorer protocol, group metrics) and ``frequency``
-(the reward formula) at the bottom; the scorers (``lists``, ``open_ended``, ``categories``, ``semantic``,
-``accuracy``, ``validity``, ``tasks``; ``AccuracyReward`` and ``ValidityReward`` are the per-sample baselines)
-on them; ``hook`` (GroupReward) on top. Answer parsing comes from
-:mod:`gapo_lite.answers`; nothing here imports ``eval`` or ``experiments``.
+One convention, TRL's: a *reward function* is called with a generation batch's rows and returns one float per
+completion, and the kit has one, the hook :class:`GroupReward`; a *group scorer* (:class:`GroupScorer`, the one
+protocol) is called with one :class:`Group`, a prompt's completions, returns one float per completion and says
+which answer each gave (``answers``). Every scorer here is one:
+
+* GAPO's frequency reward over what a reply means: :class:`FrequencyScorer` (list prompts: which item),
+  :class:`OpenEndedFrequencyScorer` (open prompts: a vocabulary or validator), :class:`CategoryScorer` and
+  :func:`open_ended_scorer` (open prompts of several categories), :class:`SemanticScorer` (near-duplicate
+  clusters), :class:`AccuracyDiversityScorer` (correct answers, by solution);
+* per-sample baselines (plain GRPO): :class:`ValidityScorer`, :class:`AccuracyScorer`;
+* scorers of scorers: :class:`TaskScorer` (by the group's task column), :class:`InvalidBelowMode` (an invalid
+  answer just below the group's favourite).
+
+The formula is :func:`gapo_reward` (``1 - (f - 1/L)``), applied to a group by :func:`frequency_aware_rewards`
+and :func:`frequency_rewards_with_L`. Answer parsing is :mod:`gapo_lite.answers`; nothing here imports ``eval``.
 """
-from gapo_lite.answers import canonical_answer, extract_number
-from gapo_lite.rewards.accuracy import AccuracyDiversityScorer, AccuracyReward
+from gapo_lite.rewards.accuracy import AccuracyDiversityScorer, AccuracyScorer
 from gapo_lite.rewards.categories import CategoryScorer, open_ended_scorer
-from gapo_lite.rewards.frequency import expected_reward, frequency_aware_rewards, frequency_rewards_with_L
-from gapo_lite.rewards.group import Group, GroupScorer, group_metrics
-from gapo_lite.rewards.hook import GroupReward, completion_text
+from gapo_lite.rewards.frequency import expected_reward, frequency_aware_rewards, frequency_rewards_with_L, gapo_reward
+from gapo_lite.rewards.group import Group, GroupScorer
+from gapo_lite.rewards.hook import GroupReward
 from gapo_lite.rewards.invalid import InvalidBelowMode
-from gapo_lite.rewards.lists import FrequencyScorer, ValidityScorer
-from gapo_lite.rewards.open_ended import OpenEndedFrequencyScorer
+from gapo_lite.rewards.list_scorer import FrequencyScorer
+from gapo_lite.rewards.open_scorer import OpenEndedFrequencyScorer
 from gapo_lite.rewards.semantic import SemanticClusterer, SemanticScorer
 from gapo_lite.rewards.tasks import TaskScorer
-from gapo_lite.rewards.validity import ValidityReward
+from gapo_lite.rewards.validity import ValidityScorer
 
 __all__ = [
     "AccuracyDiversityScorer",
-    "AccuracyReward",
+    "AccuracyScorer",
     "CategoryScorer",
     "FrequencyScorer",
     "Group",
@@ -32,14 +41,10 @@ __all__ = [
     "SemanticClusterer",
     "SemanticScorer",
     "TaskScorer",
-    "ValidityReward",
     "ValidityScorer",
-    "canonical_answer",
-    "completion_text",
     "expected_reward",
-    "extract_number",
     "frequency_aware_rewards",
     "frequency_rewards_with_L",
-    "group_metrics",
+    "gapo_reward",
     "open_ended_scorer",
 ]

@@ -34,7 +34,7 @@ def group_reference(group: Group, column: str, extract_answer: Callable[[str], f
     return value
 
 
-class AccuracyReward:
+class AccuracyScorer:
     """Plain GRPO baseline for a task with a checker: 1 for a correct answer, ``wrong_reward`` otherwise, each
     completion on its own. ``label(text)`` names a correct answer for the group metrics (default: the text)."""
 

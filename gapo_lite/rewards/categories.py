@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 
 from gapo_lite.rewards.group import Group
-from gapo_lite.rewards.open_ended import OpenEndedFrequencyScorer
+from gapo_lite.rewards.open_scorer import OpenEndedFrequencyScorer
 
 
 class CategoryScorer:
@@ -13,7 +13,7 @@ class CategoryScorer:
     :class:`OpenEndedFrequencyScorer` of its ``category`` column (validator = that category's vocabulary,
     L = its size; ``nouns``: category -> what its prompt asks for, read as the scorer's ``noun``)."""
 
-    name = "gapo_open_ended"
+    name = "gapo_categories"
 
     def __init__(self, vocabularies_by_category: dict[str, Sequence[str]], *, column: str = "category", invalid_reward: float = -1.0,
                  clean: bool = True, nouns: dict[str, str] | None = None) -> None:
@@ -43,9 +43,9 @@ def open_ended_scorer(split: str = "all", invalid_reward: float = -1.0, names: S
     """A :class:`CategoryScorer` over the word-list categories ``names`` (default: every category of ``split``);
     ``clean``: an answer counts only when the reply is that answer alone; ``vocabulary``: ``"word_lists"`` (each
     category's 25 items) or ``"wordnet"`` (with the nouns WordNet files under it:
-    :func:`gapo_lite.data.open_ended.open_vocabulary`)."""
-    from gapo_lite.data.lists import categories
-    from gapo_lite.data.open_ended import category_vocabularies
+    :func:`gapo_lite.data.open_prompts.open_vocabulary`)."""
+    from gapo_lite.data.list_prompts import categories
+    from gapo_lite.data.open_prompts import category_vocabularies
 
     pool = categories(split)  # type: ignore[arg-type]
     unknown = [c for c in names or () if c not in pool]

@@ -1,9 +1,9 @@
-"""What scorers and the hook share: a ``Group`` of completions, the ``GroupScorer`` protocol, and the
-per-group diversity metrics the hook logs. Imports no scorer and not the hook."""
+"""What scorers and the hook share: a ``Group`` of completions, the one scorer protocol (:class:`GroupScorer`), and
+the per-group diversity metrics the hook logs. Imports no scorer and not the hook."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -27,9 +27,46 @@ class Group:
 
 @runtime_checkable
 class GroupScorer(Protocol):
-    """Scores a whole group at once: one float per completion, in order."""
+    """What every scorer of the kit is, and what :class:`~gapo_lite.rewards.GroupReward` hands each group to.
+
+    The convention is TRL's, one level up: a TRL *reward function* (the hook, ``GroupReward``) is called with
+    the rows of a generation batch and returns one float per completion; a *group scorer* is called with one
+    :class:`Group` (a prompt's completions) and returns one float per completion of it, in order. ``answers``
+    says which answer each completion gave (``None``: invalid), which the hook's metrics and the wrappers
+    (``ValidityScorer``, ``InvalidBelowMode``) read; ``name`` prefixes the hook's logged metrics."""
+
+    name: str
 
     def __call__(self, group: Group) -> Sequence[float]: ...
+
+    def answers(self, group: Group) -> Sequence[Hashable | None]: ...
+
+
+class FunctionScorer:
+    """A plain function ``group -> rewards`` (or a scorer lacking ``name`` or ``answers``) as a :class:`GroupScorer`:
+    named "gapo" unless it says otherwise; without ``answers`` of its own, each completion's answer is its stripped,
+    lower-cased text (an empty one is no answer), for the hook's metrics."""
+
+    def __init__(self, score: Callable[[Group], Sequence[float]], name: str = "gapo",
+                 answers: Callable[[Group], Sequence[Hashable | None]] | None = None) -> None:
+        self.score = score
+        self.name = name
+        self._answers = answers
+
+    def __call__(self, group: Group) -> Sequence[float]:
+        return self.score(group)
+
+    def answers(self, group: Group) -> list[Hashable | None]:
+        if self._answers is not None:
+            return list(self._answers(group))
+        return [c.strip().lower() or None for c in group.completions]
+
+
+def as_group_scorer(scorer: GroupScorer | Callable[[Group], Sequence[float]]) -> GroupScorer:
+    """``scorer`` itself when it is a :class:`GroupScorer`, else wrapped in a :class:`FunctionScorer`."""
+    if isinstance(scorer, GroupScorer):
+        return scorer
+    return FunctionScorer(scorer, getattr(scorer, "name", None) or "gapo", getattr(scorer, "answers", None))
 
 
 def entropy_bits(answers: Sequence[Hashable]) -> float:

@@ -7,8 +7,8 @@ from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
-from gapo_lite.rewards.group import Group, GroupScorer, group_metrics
-from gapo_lite.rewards.lists import FrequencyScorer
+from gapo_lite.rewards.group import Group, GroupScorer, as_group_scorer, group_metrics
+from gapo_lite.rewards.list_scorer import FrequencyScorer
 
 # TRL passes these to every reward function; they are not dataset columns.
 _TRL_KWARGS = frozenset({"trainer_state", "log_extra", "log_metric", "environments", "completion_ids"})
@@ -57,7 +57,8 @@ class GroupReward:
     ``GroupReward`` cuts the rows into groups where TRL's advantages do (every ``num_generations`` rows, checking
     that each group holds one prompt, by the ``prompt_id`` column or the prompt itself), so a prompt the dataset
     holds twice is two groups as in TRL; without ``num_generations`` a group is a run of equal prompts. It hands
-    every group to ``scorer`` and returns the rewards in TRL's row order. Under
+    every group to ``scorer`` (a :class:`~gapo_lite.rewards.group.GroupScorer`, or a plain function ``group ->
+    rewards``) and returns the rewards in TRL's row order. Under
     ``torch.distributed`` it gathers the whole generation batch first, so a group split across processes
     is scored whole and every process gets exactly the rewards a single process would.
     """
@@ -76,12 +77,12 @@ class GroupReward:
             scorer = FrequencyScorer()
         if num_generations is not None and num_generations < 1:
             raise ValueError(f"num_generations must be >= 1, got {num_generations}")
-        self.scorer = scorer
+        self.scorer = as_group_scorer(scorer)
         self.num_generations = num_generations
         self.group_column = group_column
         self.log_metrics = log_metrics
         self.end_token_ids = None if end_token_ids is None else frozenset(int(i) for i in end_token_ids)
-        self.__name__ = name or getattr(scorer, "name", None) or "gapo"
+        self.__name__ = name or self.scorer.name  # TRL logs each reward function by its __name__
 
     def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float]:
         if len(prompts) != len(completions):
@@ -109,7 +110,7 @@ class GroupReward:
                 if i in local:
                     rewards[i - offset] = float(s)
             if self.log_metrics:
-                metrics_groups.append((group, self._answers(group), [float(x) for x in scores]))
+                metrics_groups.append((group, list(self.scorer.answers(group)), [float(x) for x in scores]))
         log_metric = kwargs.get("log_metric")
         if log_metric is not None and metrics_groups:
             for name, value in group_metrics([a for _, a, _ in metrics_groups], [r for _, _, r in metrics_groups]).items():
@@ -185,10 +186,4 @@ class GroupReward:
                 f"but saw group sizes: {counts}. The generation batch must split into whole groups."
             )
         return groups
-
-    def _answers(self, group: Group) -> list[Hashable | None]:
-        answers = getattr(self.scorer, "answers", None)
-        if callable(answers):
-            return list(answers(group))
-        return [c.strip().lower() or None for c in group.completions]
 

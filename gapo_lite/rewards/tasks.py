@@ -3,9 +3,8 @@ scorer of its ``task`` column, so one GRPO run can train a model to spread its a
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
-from typing import Any
 
-from gapo_lite.rewards.group import Group
+from gapo_lite.rewards.group import Group, GroupScorer
 
 
 class TaskScorer:
@@ -21,13 +20,13 @@ class TaskScorer:
 
     name = "gapo_tasks"
 
-    def __init__(self, scorers: Mapping[str, Any], *, column: str = "task") -> None:
+    def __init__(self, scorers: Mapping[str, GroupScorer], *, column: str = "task") -> None:
         if not scorers:
             raise ValueError("TaskScorer needs at least one scorer")
         self.scorers = dict(scorers)
         self.column = column
 
-    def scorer_for(self, group: Group) -> Any:
+    def scorer_for(self, group: Group) -> GroupScorer:
         if self.column not in group.columns:
             raise KeyError(f"TaskScorer needs the dataset column {self.column!r}; columns seen: {sorted(group.columns)}")
         task = group.columns[self.column]

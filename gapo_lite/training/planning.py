@@ -8,11 +8,11 @@ from typing import Any
 
 from gapo_lite.memory import GIB, MemoryPlan, ModelSpec, PlanSettings, plan_memory
 from gapo_lite.memory.planner import DEFAULT_PROMPT_TOKENS, free_cuda_bytes
-from gapo_lite.runplan import RunPlan, resolve_hardware
+from gapo_lite.runplan import RunPlan, run_plan_for
 from gapo_lite.sampling import render_prompt
 from gapo_lite.training.config import TrainConfig
 
-__all__ = ["DEFAULT_PROMPT_TOKENS", "measure_prompt_tokens", "model_spec", "plan_for_config"]
+__all__ = ["DEFAULT_PROMPT_TOKENS", "measure_prompt_tokens", "model_spec", "plan_for_config", "plan_settings"]
 
 
 def measure_prompt_tokens(tokenizer: Any, dataset: Any, sample: int = 256) -> int:
@@ -43,40 +43,48 @@ def model_spec(config: TrainConfig, model: Any = None, model_path: str | None = 
     return ModelSpec.resolve(model_path or config.model)
 
 
+def plan_settings(config: TrainConfig, run_plan: RunPlan, prompt_tokens: int = DEFAULT_PROMPT_TOKENS, total_bytes: int | None = None) -> PlanSettings:
+    """What the planner is asked about, every field read from ``config`` or its run plan ``run_plan`` (the planner
+    has no defaults of its own): the run plan's backend, weights, optimizer, checkpointing, process count and vLLM
+    generation, the config's LoRA rank, group, prompts per step, completion length and vLLM share, and the
+    prompts' measured length. ``total_bytes``: the GPU's total memory (vLLM's share of it)."""
+    return PlanSettings(
+        quantization=run_plan.quantization,
+        lora_rank=config.lora_r,
+        num_generations=config.num_generations,
+        prompts_per_step=config.prompts_per_step,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=config.max_completion_length,
+        world_size=run_plan.world_size,
+        backend=run_plan.backend,
+        gradient_checkpointing=run_plan.gradient_checkpointing,
+        max_seq_length=config.max_seq_length,
+        optimizer=run_plan.planner_optimizer,
+        fast_inference=run_plan.fast_inference,
+        gpu_memory_utilization=config.gpu_memory_utilization,
+        gpu_total_bytes=total_bytes,
+    )
+
+
 def plan_for_config(
     config: TrainConfig,
     model_path: str | None = None,
     prompt_tokens: int = DEFAULT_PROMPT_TOKENS,
     already_allocated: int = 0,
     *,
-    hardware: RunPlan | None = None,
+    run_plan: RunPlan | None = None,
     model: Any = None,
     total_bytes: int | None = None,
 ) -> MemoryPlan:
-    """Plan chunking for ``config`` on ``hardware`` (default: as this config would run on a CUDA GPU here).
+    """Plan chunking for ``config`` on ``run_plan`` (default: as this config would run on a CUDA GPU here).
 
     The planner is asked about what will run: the run plan's backend, optimizer, gradient checkpointing,
     process count and 4-bit choice, and vLLM's share with ``fast_inference``; the shapes come from ``model``
     (loaded) when given. The budget is ``config.memory_budget_gb`` or, when unset, the GPU's free memory plus
     ``already_allocated`` (bytes held by a model loaded before planning, which the plan's weights term already
     counts). ``total_bytes`` is the GPU's total memory (vLLM's share; default: this GPU's)."""
-    hardware = hardware or resolve_hardware(config, cuda=True)
+    run_plan = run_plan or run_plan_for(config, cuda=True)
     spec = model_spec(config, model, model_path)
     budget = int(config.memory_budget_gb * GIB) if config.memory_budget_gb is not None else free_cuda_bytes() + already_allocated
-    settings = PlanSettings(
-        quantization=hardware.quantization,
-        lora_rank=config.lora_r,
-        num_generations=config.num_generations,
-        prompts_per_step=config.prompts_per_step,
-        prompt_tokens=prompt_tokens,
-        completion_tokens=config.max_completion_length,
-        world_size=hardware.world_size,
-        backend=hardware.backend,
-        gradient_checkpointing=hardware.gradient_checkpointing,
-        max_seq_length=config.max_seq_length,
-        optimizer=hardware.planner_optimizer,
-        fast_inference=hardware.fast_inference,
-        gpu_memory_utilization=config.gpu_memory_utilization,
-        gpu_total_bytes=total_bytes or (gpu_total_bytes() if hardware.cuda else None),
-    )
+    settings = plan_settings(config, run_plan, prompt_tokens, total_bytes or (gpu_total_bytes() if run_plan.cuda else None))
     return plan_memory(spec, settings, budget_bytes=budget)

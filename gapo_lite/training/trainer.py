@@ -1,6 +1,6 @@
-"""``train(config)``: hardware plan, model, data, memory plan, TRL GRPOConfig + GAPOTrainer with the GAPO hook, checkpoints.
+"""``train(config)``: run plan, model, data, memory plan, TRL GRPOConfig + GAPOTrainer with the GAPO hook, checkpoints.
 
-The order matters: the hardware plan decides the backend first, and Unsloth (when chosen) is imported
+The order matters: the run plan decides the backend first, and Unsloth (when chosen) is imported
 before anything imports trl/transformers/peft; with ``backend="transformers"`` Unsloth is never imported.
 """
 from __future__ import annotations
@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gapo_lite.rewards import FrequencyScorer, GroupReward, InvalidBelowMode, TaskScorer, ValidityReward, open_ended_scorer
-from gapo_lite.runplan import RunPlan, resolve_hardware
+from gapo_lite.rewards import FrequencyScorer, GroupReward, InvalidBelowMode, TaskScorer, ValidityScorer, open_ended_scorer
+from gapo_lite.runplan import RunPlan, run_plan_for
 from gapo_lite.sampling import ensure_pad_token
 from gapo_lite.training.config import TrainConfig
-from gapo_lite.training.trl_config import grpo_args, grpo_kwargs  # noqa: F401  (re-exported)
+from gapo_lite.training.trl_config import check_trl_accepts, grpo_args, grpo_kwargs  # noqa: F401  (grpo_kwargs re-exported)
 
 logger = logging.getLogger("gapo_lite")
 
@@ -44,7 +44,7 @@ def make_scorer(config: TrainConfig):
                                   vocabulary=config.open_vocabulary)
         gapo = TaskScorer({"list": gapo, "open": opens}, column=TASK_COLUMN)
     if config.reward == "validity":
-        return ValidityReward(gapo, config.invalid_reward)
+        return ValidityScorer(gapo, config.invalid_reward)
     return gapo if config.invalid_margin is None else InvalidBelowMode(gapo, config.invalid_margin)
 
 
@@ -80,37 +80,37 @@ class Chunking:
     """Completions per forward/backward pass, the memory plan behind it (CUDA only) and its Unsloth-only GRPOConfig fields."""
 
     chunk_size: int
-    plan: Any = None
+    memory_plan: Any = None
     extras: dict[str, Any] = field(default_factory=dict)
 
     @property
     def table(self) -> str | None:
-        return self.plan.format_table() if self.plan is not None else None
+        return self.memory_plan.format_table() if self.memory_plan is not None else None
 
 
 def resolve_chunk_size(
-    config: TrainConfig, hardware: RunPlan, prompt_tokens: int | None = None, already_allocated: int = 0, model: Any = None
+    config: TrainConfig, run_plan: RunPlan, prompt_tokens: int | None = None, already_allocated: int = 0, model: Any = None
 ) -> Chunking:
-    """How ``config``'s generation batch is cut into forward/backward passes on ``hardware``.
+    """How ``config``'s generation batch is cut into forward/backward passes on ``run_plan``.
 
     ``config.chunk_size`` wins; on a CPU one pass per process (memory is not the constraint); on CUDA the
     memory plan of ``model``'s own config (``config.model`` resolved by name only when no model is given) with
     ``prompt_tokens`` measured from the dataset and ``already_allocated`` bytes (a model loaded before
     planning) counted as budget. A plan that does not fit raises :class:`~gapo_lite.memory.MemoryPlanError`
     whose message is the table with what would fit."""
-    per_process = hardware.per_process_batch(config)
+    per_process = run_plan.per_process_batch(config)
     if config.chunk_size is not None:
-        hardware.passes(config, config.chunk_size)
+        run_plan.passes(config, config.chunk_size)
         return Chunking(config.chunk_size)
-    if not hardware.cuda:
+    if not run_plan.cuda:
         return Chunking(per_process)
     from gapo_lite.training.planning import DEFAULT_PROMPT_TOKENS, plan_for_config
 
-    plan = plan_for_config(config, prompt_tokens=prompt_tokens or DEFAULT_PROMPT_TOKENS, already_allocated=already_allocated,
-                           hardware=hardware, model=model)
-    print(plan.format_table())
-    extras = {k: v for k, v in plan.grpo_kwargs().items() if k.startswith("unsloth_")}
-    return Chunking(plan.chunk_size, plan, extras)
+    memory_plan = plan_for_config(config, prompt_tokens=prompt_tokens or DEFAULT_PROMPT_TOKENS, already_allocated=already_allocated,
+                                  run_plan=run_plan, model=model)
+    print(memory_plan.format_table())
+    extras = {k: v for k, v in memory_plan.grpo_kwargs().items() if k.startswith("unsloth_")}
+    return Chunking(memory_plan.chunk_size, memory_plan, extras)
 
 
 def freeze_token_embeddings(model: Any) -> None:
@@ -143,11 +143,11 @@ def keep_fp32_adapters(model: Any) -> int:
     return cast
 
 
-def load_for_config(config: TrainConfig, hardware: RunPlan) -> tuple[Any, Any]:
-    """The model and tokenizer ``config`` names, loaded as ``hardware`` decided."""
+def load_for_config(config: TrainConfig, run_plan: RunPlan) -> tuple[Any, Any]:
+    """The model and tokenizer ``config`` names, loaded as ``run_plan`` decided."""
     from gapo_lite.models import load_model
 
-    return load_model(config.model, plan=hardware, max_seq_length=config.max_seq_length, lora=config.lora_settings(),
+    return load_model(config.model, run_plan=run_plan, max_seq_length=config.max_seq_length, lora=config.lora_settings(),
                       gpu_memory_utilization=config.gpu_memory_utilization)
 
 
@@ -159,20 +159,20 @@ def build_trainer(
     tokenizer: Any = None,
     train_dataset: Any = None,
     callbacks: Sequence[Any] = (),
-    hardware: RunPlan | None = None,
+    run_plan: RunPlan | None = None,
 ):
-    """A ready ``GAPOTrainer`` for ``config`` (model and data built unless given) on ``hardware`` (resolved here unless given)."""
-    hardware = hardware or resolve_hardware(config)
-    print(f"gapo-lite: {hardware.describe()}")
-    hardware.check_one_gpu_per_process()
-    hardware.import_backend()  # Unsloth before trl/transformers/peft, when it is the backend
-    from gapo_lite.training.gapo_trainer import gapo_trainer_class
+    """A ready ``GAPOTrainer`` for ``config`` (model and data built unless given) on ``run_plan`` (resolved here unless given)."""
+    run_plan = run_plan or run_plan_for(config)
+    print(f"gapo-lite: {run_plan.describe()}")
+    run_plan.check_one_gpu_per_process()
+    run_plan.import_backend()  # Unsloth before trl/transformers/peft, when it is the backend
+    from gapo_lite.training.gapo_trainer import GAPOState, gapo_trainer_class
 
     out = Path(config.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    grpo_args(config, config.chunk_size or hardware.per_process_batch(config), hardware=hardware)  # TRL's rules, before loading
+    check_trl_accepts(config, run_plan)  # before loading: the GRPOConfig itself waits for the chunking, which may need the model
     if model is None:
-        model, tokenizer = load_for_config(config, hardware)
+        model, tokenizer = load_for_config(config, run_plan)
     if config.freeze_embeddings and not config.use_lora:
         freeze_token_embeddings(model)
     if tokenizer is None:
@@ -181,16 +181,16 @@ def build_trainer(
     if train_dataset is None:
         train_dataset = default_dataset(config)
     prompt_tokens, allocated = None, 0
-    if hardware.cuda and config.chunk_size is None:
+    if run_plan.cuda and config.chunk_size is None:
         import torch
 
         from gapo_lite.training.planning import measure_prompt_tokens
 
         prompt_tokens = measure_prompt_tokens(tokenizer, train_dataset)
         allocated = torch.cuda.memory_allocated()
-    chunking = resolve_chunk_size(config, hardware, prompt_tokens, allocated, model=model)
+    chunking = resolve_chunk_size(config, run_plan, prompt_tokens, allocated, model=model)
     chunk_size = chunking.chunk_size
-    args = grpo_args(config, chunk_size, chunking.extras, hardware)
+    args = grpo_args(config, run_plan, chunk_size, chunking.extras)
     hook = GroupReward(scorer if scorer is not None else make_scorer(config), num_generations=config.num_generations)
     config.save(out / "config.yaml")
     trainer = gapo_trainer_class()(
@@ -200,17 +200,14 @@ def build_trainer(
         args=args,
         train_dataset=train_dataset,
         callbacks=[*kit_callbacks(config, out), *callbacks],
+        gapo=GAPOState(run_plan=run_plan, memory_plan=chunking.memory_plan, prompts_per_step=config.prompts_per_step,
+                       share_prompts=run_plan.share_prompts),
     )
     if config.clean_answers:
         hook.end_token_ids = frozenset(end_token_ids(trainer))  # a completion cut off at max_completion_length scores invalid
-    if config.use_lora and hardware.backend == "transformers":  # Unsloth's trainer leaves its adapters as it made them
+    if config.use_lora and run_plan.backend == "transformers":  # Unsloth's trainer leaves its adapters as it made them
         keep_fp32_adapters(trainer.model)
-    trainer.gapo_plan_table = chunking.table
-    trainer.gapo_plan = chunking.plan
-    trainer.gapo_prompts_per_step = config.prompts_per_step
-    trainer.gapo_hardware = hardware
-    trainer.gapo_share_prompts = hardware.share_prompts
-    if trainer.gapo_share_prompts:
+    if run_plan.share_prompts:
         from gapo_lite.training.shared_prompt import share_prompts_in_generation
 
         share_prompts_in_generation(trainer.model)

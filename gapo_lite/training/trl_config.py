@@ -1,4 +1,4 @@
-"""TRL's ``GRPOConfig`` for a ``TrainConfig``: the objective spelled out, the hardware plan's decisions, the chunking.
+"""TRL's ``GRPOConfig`` for a ``TrainConfig``: the objective spelled out, the run plan's decisions, the chunking.
 
 Every field that defines the objective is passed explicitly (see ``OBJECTIVE_FIELDS``), so TRL and Unsloth's
 patched config resolve to the same values: Unsloth fills in only the fields left unset (``None``), e.g.
@@ -10,7 +10,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from gapo_lite.runplan import RunPlan, resolve_hardware
+from gapo_lite.errors import UserError
+from gapo_lite.runplan import RunPlan
 from gapo_lite.training.config import TrainConfig
 
 # GRPOConfig fields that define what is optimised (the loss, its clipping and masking, the reward scaling).
@@ -54,9 +55,9 @@ def objective_kwargs(config: TrainConfig) -> dict[str, Any]:
     }
 
 
-def grpo_kwargs(config: TrainConfig, hardware: RunPlan, chunk_size: int, extras: dict[str, Any] | None = None) -> dict[str, Any]:
+def grpo_kwargs(config: TrainConfig, run_plan: RunPlan, chunk_size: int, extras: dict[str, Any] | None = None) -> dict[str, Any]:
     """Keyword arguments of ``GRPOConfig`` at ``chunk_size`` completions per pass (one optimizer step per generation batch)."""
-    steps = hardware.passes(config, chunk_size)
+    steps = run_plan.passes(config, chunk_size)
     kwargs: dict[str, Any] = dict(
         output_dir=config.output_dir,
         per_device_train_batch_size=chunk_size,
@@ -68,7 +69,7 @@ def grpo_kwargs(config: TrainConfig, hardware: RunPlan, chunk_size: int, extras:
         warmup_steps=config.warmup_ratio,  # transformers 5: a float < 1 is a ratio of max_steps
         weight_decay=config.weight_decay,
         max_grad_norm=config.max_grad_norm,
-        optim=hardware.optim,
+        optim=run_plan.optim,
         max_steps=config.max_steps,
         save_strategy="steps",
         save_steps=config.save_steps,
@@ -76,9 +77,9 @@ def grpo_kwargs(config: TrainConfig, hardware: RunPlan, chunk_size: int, extras:
         logging_steps=config.logging_steps,
         report_to=[] if config.report_to == "none" else [config.report_to],
         seed=config.seed,
-        gradient_checkpointing=hardware.gradient_checkpointing,
-        **hardware.precision_flags(),
-        use_cpu=not hardware.cuda,
+        gradient_checkpointing=run_plan.gradient_checkpointing,
+        **run_plan.precision_flags(),
+        use_cpu=not run_plan.cuda,
         log_completions=False,
     )
     kwargs.update(extras or {})
@@ -86,13 +87,33 @@ def grpo_kwargs(config: TrainConfig, hardware: RunPlan, chunk_size: int, extras:
     return kwargs
 
 
-def grpo_args(config: TrainConfig, chunk_size: int, extras: dict[str, Any] | None = None, hardware: RunPlan | None = None) -> Any:
-    """TRL's ``GRPOConfig`` (Unsloth's patched one once Unsloth is imported); fields only Unsloth's config has are
-    dropped when the class does not accept them."""
+def check_trl_accepts(config: TrainConfig, run_plan: RunPlan) -> None:
+    """Refuse now, before a model loads, what TRL's ``GRPOConfig`` would refuse of the user's own choices: an
+    ``extra_grpo_args`` key it has no field for, an ``optim`` or ``lr_scheduler_type`` transformers does not know.
+
+    The kit's own arguments meet TRL's rules by construction (:mod:`gapo_lite.batching`, ``TrainConfig.validate``);
+    the ``GRPOConfig`` itself is built once, by :func:`grpo_args`, when the chunking is known, which on a GPU needs
+    the loaded model. Call it after the backend is imported (Unsloth's ``GRPOConfig`` has fields of its own)."""
+    import trl
+    from transformers.trainer_utils import SchedulerType
+    from transformers.training_args import OptimizerNames
+
+    accepted = {f.name for f in dataclasses.fields(trl.GRPOConfig)}
+    unknown = sorted(k for k in config.extra_grpo_args if k not in accepted and not k.startswith("unsloth_"))  # unsloth_*: dropped (grpo_args)
+    if unknown:
+        raise UserError(f"TrainConfig.extra_grpo_args: {', '.join(unknown)} is not a field of trl.GRPOConfig")
+    for name, value, known in (("optim", run_plan.optim, OptimizerNames), ("lr_scheduler_type", config.lr_scheduler_type, SchedulerType)):
+        names = [member.value for member in known]
+        if value not in names:
+            raise UserError(f"TrainConfig.{name}={value!r} is not one transformers knows; known: {', '.join(names)}")
+
+
+def grpo_args(config: TrainConfig, run_plan: RunPlan, chunk_size: int, extras: dict[str, Any] | None = None) -> Any:
+    """TRL's ``GRPOConfig`` (Unsloth's patched one once Unsloth is imported), built once per run; fields only
+    Unsloth's config has are dropped when the class does not accept them."""
     import trl
 
-    hardware = hardware or resolve_hardware(config)
-    kwargs = grpo_kwargs(config, hardware, chunk_size, extras)
+    kwargs = grpo_kwargs(config, run_plan, chunk_size, extras)
     accepted = {f.name for f in dataclasses.fields(trl.GRPOConfig)}
     dropped = [k for k in kwargs if k.startswith("unsloth_") and k not in accepted]
     for key in dropped:

@@ -194,11 +194,12 @@ def test_table_adds_the_trained_reward_and_open_rows_only_when_every_column_has_
 
 def test_measure_samples_in_the_settings_precision(monkeypatch):
     """The lists and open suites sample with SmolSettings.precision (fp32 reproduces a full-precision run)."""
-    from gapo_lite.eval import lists, open_ended
+    from gapo_lite.eval import list_suite as lists
+    from gapo_lite.eval import open_suite as open_ended
 
     seen = []
 
-    from gapo_lite.eval.lists import reply_form
+    from gapo_lite.eval.list_suite import reply_form
 
     splits = []
 
@@ -230,7 +231,7 @@ def test_heldout_jsd_standard_error_is_zero_for_a_fixed_answer_and_shrinks_with_
     """smollm2_report.heldout_jsd_se bootstraps each list's samples: no spread when every answer is the same."""
     import random
 
-    from gapo_lite.eval.lists import make_eval_lists
+    from gapo_lite.eval.list_suite import make_eval_lists
     from lab.smollm2_report import heldout_jsd_se
 
     lists = make_eval_lists(10, 8, 4, 3, split="heldout")
@@ -314,7 +315,7 @@ def test_rl_on_fixed_lists_trains_on_the_suites_prompts_or_on_fixed_training_lis
     from collections import Counter
 
     from gapo_lite.data import categories, format_prompt
-    from gapo_lite.eval.lists import DEFAULT_TEMPLATE, make_eval_lists
+    from gapo_lite.eval.list_suite import DEFAULT_TEMPLATE, make_eval_lists
     from lab.smollm2 import SmolSettings, fixed_lists_dataset
 
     s = SmolSettings(seed=1, rl_lists="measured")

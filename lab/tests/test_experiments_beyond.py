@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from gapo_lite.data.open_ended import (
+from gapo_lite.data.open_prompts import (
     open_prompt,
     vocabularies,
 )
@@ -202,13 +202,13 @@ def test_accuracy_experiment_recomputed(tmp_path):
 
 
 def test_accuracy_reward_is_per_sample():
-    from gapo_lite.rewards import AccuracyReward
+    from gapo_lite.rewards import AccuracyScorer
 
-    reward = AccuracyReward(strict_answer, label=format_signature)
+    reward = AccuracyScorer(strict_answer, label=format_signature)
     group = Group("g", None, ["7", "3 + 4 = 7", "The answer is 8", "7 7"], {"answer": 7})
     assert reward(group) == [1.0, 1.0, 0.0, 0.0]
     assert reward.answers(group) == ["N", "N + N = N", None, None]
     text_reference = Group("g", None, ["so 72", "71"], {"answer": "48 + 24 = 72\n#### 72"})
-    assert AccuracyReward(wrong_reward=-1.0)(text_reference) == [1.0, -1.0]
+    assert AccuracyScorer(wrong_reward=-1.0)(text_reference) == [1.0, -1.0]
     with pytest.raises(KeyError, match="needs the dataset column 'answer'"):
         reward(Group("g", None, ["7"], {}))

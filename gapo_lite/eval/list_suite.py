@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from gapo_lite.data.lists import TEMPLATES
+from gapo_lite.data.list_prompts import TEMPLATES
 from gapo_lite.eval.settings import SampleSettings, sample
 
 DEFAULT_TEMPLATE = TEMPLATES[0]  # the first training wording
@@ -130,8 +130,9 @@ def run_lists(
     GAPO reward trains with, ``gapo_lite.answers.clean``): a reply counts as its item only when it ended its
     turn within ``settings.max_new_tokens`` and is the item alone; ``lenient`` beside it holds JSD and valid
     rate by the first item found (the rule of records made before, and of ``clean=False``)."""
+    from gapo_lite.answers import parse_choice
     from gapo_lite.answers.clean import clean_choice
-    from gapo_lite.data import format_prompt, parse_choice
+    from gapo_lite.data import format_prompt
 
     lists = make_eval_lists(num_lists, list_size, num_orders, settings.seed, split=split)
     counts = split_counts(settings.n, num_orders)

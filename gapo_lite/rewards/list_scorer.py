@@ -1,4 +1,4 @@
-"""Group scorers for list-selection prompts: GAPO's frequency reward and a per-sample validity baseline."""
+"""GAPO's group scorer for list-selection prompts: which item each reply chose, scored with the frequency reward."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -7,7 +7,6 @@ from gapo_lite.answers.choice import parse_choice
 from gapo_lite.answers.clean import clean_choice
 from gapo_lite.rewards.frequency import frequency_aware_rewards
 from gapo_lite.rewards.group import Group
-from gapo_lite.rewards.validity import ValidityReward
 
 Parser = Callable[[str, Sequence[str]], "str | None"]
 
@@ -51,10 +50,3 @@ class FrequencyScorer:
 
     def __call__(self, group: Group) -> list[float]:
         return frequency_aware_rewards(self.answers(group), self._items(group), invalid_reward=self.invalid_reward)
-
-
-class ValidityScorer(ValidityReward):
-    """Plain GRPO baseline on list prompts: 1 for any valid list item, ``invalid_reward`` otherwise."""
-
-    def __init__(self, items_column: str = "items", parse: Parser | None = None, invalid_reward: float = -1.0, clean: bool = True) -> None:
-        super().__init__(FrequencyScorer(items_column, parse, invalid_reward, clean), invalid_reward)

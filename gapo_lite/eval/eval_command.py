@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from gapo_lite._bootstrap import REQUESTED_PRECISIONS
+from gapo_lite._bootstrap import BACKENDS, EVAL_BACKEND, REQUESTED_PRECISIONS
 
 _SUITES = ("lists", "open", "creative", "guard", "bench")
 
@@ -64,7 +64,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--num-lists", type=_positive, default=10)
     parser.add_argument("--list-size", type=_positive, default=8)
     parser.add_argument("--num-orders", type=_positive, default=4, help="shuffled orders per list (position bias)")
-    parser.add_argument("--backend", choices=("auto", "unsloth", "transformers"), default="transformers")
+    parser.add_argument("--backend", choices=BACKENDS, default=EVAL_BACKEND,
+                        help=f"which backend loads the model (default {EVAL_BACKEND}: why in gapo_lite/_bootstrap.py)")
     parser.add_argument("--load-in-4bit", action="store_true", help="load the base model in NF4 (bitsandbytes, GPU or CPU); refused in one line where it cannot run")
     parser.add_argument("--no-progress", action="store_true", help="hide the sampling progress bars")
     parser.add_argument("--precision", choices=REQUESTED_PRECISIONS, default="auto",

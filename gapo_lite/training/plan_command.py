@@ -8,7 +8,8 @@ import argparse
 import dataclasses
 import sys
 
-from gapo_lite.memory.planner import BACKENDS, GIB, OPTIMIZERS, QUANTIZATIONS, MemoryPlan, MemoryPlanError
+from gapo_lite._bootstrap import BACKENDS, DEFAULT_BACKEND
+from gapo_lite.memory.planner import GIB, OPTIMIZERS, QUANTIZATIONS, MemoryPlan, MemoryPlanError
 
 DEFAULT_MODEL = "qwen2.5-7b"
 
@@ -29,7 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--completion-tokens", type=int, default=d.max_completion_length, help="max_completion_length")
     parser.add_argument("--budget-gb", type=float, default=None, help="memory budget per GPU in GiB (default: free memory of the current CUDA GPU)")
     parser.add_argument("--world-size", type=int, default=1, help="number of GPUs / processes")
-    parser.add_argument("--backend", choices=BACKENDS, default="unsloth")
+    parser.add_argument("--backend", choices=BACKENDS, default=DEFAULT_BACKEND,
+                        help="as train() would ask; auto resolves on the machine planned for, a CUDA GPU with Unsloth installed: unsloth")
     parser.add_argument("--optimizer", choices=tuple(OPTIMIZERS), default="adamw_8bit", help="adamw_8bit (what train() uses on CUDA) or adamw (fp32 states)")
     parser.add_argument("--fast-inference", action="store_true", help="generation through Unsloth's colocated vLLM (backend unsloth)")
     parser.add_argument("--gpu-memory-utilization", type=float, default=d.gpu_memory_utilization, help="vLLM's share of the GPU with --fast-inference")
@@ -58,13 +60,13 @@ def plan_from_args(args: argparse.Namespace) -> MemoryPlan:
         max_completion_length=args.completion_tokens, memory_budget_gb=args.budget_gb, fast_inference=args.fast_inference,
         gpu_memory_utilization=args.gpu_memory_utilization, load_in_4bit=args.quantization == "4bit", max_seq_length=args.max_seq_length,
     )
-    hardware = resolve_run_plan(
+    run_plan = resolve_run_plan(
         backend=args.backend, load_in_4bit=config.load_in_4bit, fast_inference=args.fast_inference,
         optim="adamw_8bit" if args.optimizer == "adamw_8bit" else "adamw_torch", gradient_checkpointing=args.gradient_checkpointing,
         precision="fp32" if args.quantization == "32bit" else "auto", cuda=True, has_unsloth=True, processes=args.world_size,
     )
     total = None if args.gpu_total_gb is None else int(args.gpu_total_gb * GIB)
-    return plan_for_config(config, prompt_tokens=args.prompt_tokens, hardware=hardware, total_bytes=total)
+    return plan_for_config(config, prompt_tokens=args.prompt_tokens, run_plan=run_plan, total_bytes=total)
 
 
 def report_plan_error(err: MemoryPlanError, command: str, as_json: bool = False) -> int:
