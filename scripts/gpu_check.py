@@ -113,6 +113,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--tokenizer", type=Path, default=None, help="local folder with a real Qwen tokenizer (optional)")
     parser.add_argument("--work-dir", type=Path, default=None, help="where checkpoints go (default /dev/shm/gapo_gpu_check, else /tmp)")
     parser.add_argument("--time-budget-s", type=float, default=450.0, help="the whole check's limit; stages are cut to what is left of it")
+    parser.add_argument("--budget-scale", type=float, default=1.0,
+                        help="multiply every budget, the whole's too (a dry run on a CPU shared with other jobs; recorded with the run)")
     parser.add_argument("--train-budget-gb", type=float, default=40.0, help="memory_budget_gb of the recipe stage (a cap below the GPU's memory)")
     parser.add_argument("--keep", action="store_true", help="keep the built checkpoints")
     parser.add_argument("--json", action="store_true", help="also print the results as JSON")
@@ -132,6 +134,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             parser.error(f"--{key.replace('_', '-')} must be >= 1")
     if args.num_generations < 2:
         parser.error("--num-generations must be >= 2")
+    if args.budget_scale <= 0:
+        parser.error("--budget-scale must be > 0")
+    args.time_budget_s *= args.budget_scale
     args.argv = list(sys.argv[1:] if argv is None else argv)  # recorded as the run's command
     args.only_list = None if args.only is None else [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = [s for s in args.only_list or [] if s not in ONLY_NAMES]
@@ -145,7 +150,7 @@ ONLY_NAMES = ("errors", "pair", "learn", "train", "recipe", "llama", "short", "3
 
 def plan(args: argparse.Namespace) -> list[Stage]:
     """The stages in running order, (a)-(e) then (f), each with its budget (see ``BUDGET_S``)."""
-    budget = DRY_BUDGET_S if args.dry_run else BUDGET_S
+    budget = {k: v * args.budget_scale for k, v in (DRY_BUDGET_S if args.dry_run else BUDGET_S).items()}
     big, llama = ("tiny", "tiny-llama") if args.dry_run else ("7b", "llama8b")
     stages = [
         Stage("-", "-", "errors", budget["errors"]),
@@ -450,7 +455,8 @@ def run_record(args: argparse.Namespace, gpu: str, versions: dict[str, str | Non
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started)), "gpu": gpu, "versions": versions,
         "python": sys.version.split()[0], "dry_run": bool(args.dry_run), "command": command_line(args),
         "settings": {"steps": args.steps, "llama_steps": LLAMA_STEPS, "prompts_per_step": args.prompts_per_step, "num_generations": args.num_generations,
-                     "completion_tokens": args.completion_tokens, "lora_rank": args.lora_rank, "time_budget_s": args.time_budget_s},
+                     "completion_tokens": args.completion_tokens, "lora_rank": args.lora_rank, "time_budget_s": args.time_budget_s,
+                     "budget_scale": args.budget_scale},
         "rows": rows, "running": running, "complete": running is None, "stopped": stopped, "summary": summary(rows, stopped),
         "seconds": round(time.time() - started, 1),
         "note": "peak_vram_bytes is torch.cuda.max_memory_allocated; estimate_bytes (the plan's) also counts 1 GiB of CUDA context",
