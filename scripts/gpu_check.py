@@ -1,46 +1,34 @@
-"""GPU check: the GPU path on random-initialised Qwen2.5-7B / 32B, stage by stage, figures printed as measured.
+"""GPU check: every figure a GPU user needs, in one command that fits one 10-minute call, most important first.
 
-For a machine with one NVIDIA GPU and no internet (run through scripts/gpu_check.sh):
+For one NVIDIA GPU and no internet (through scripts/offline_gpu_check.sh, docs/gpu.md has the exact device call):
 
-    scripts/gpu_check.sh                    # default: ends within 7 minutes (see --time-budget-s)
-    scripts/gpu_check.sh --quick            # 7B, unsloth only, 1 step, no train() stage
-    scripts/gpu_check.sh --models 7b --backends transformers
-    python scripts/gpu_check.py --dry-run   # CPU: a tiny model through the same stages (backend transformers)
+    scripts/gpu_check.sh                    # the stages below, within --time-budget-s (default 450 s)
+    python scripts/gpu_check.py --dry-run   # CPU: the same stages, tiny models; those that need CUDA say "skipped"
+    python scripts/gpu_check.py --only learn --dry-run   # one stage (or a comma-separated few)
 
-Each model is built from its ModelSpec (transformers ``Qwen2Config``), randomly initialised on the GPU in
-bf16 and saved with a tokenizer to a work folder (``/dev/shm`` when it has room). The tokenizer is a
-word-level ``gapo_lite.demo.tiny.build_tokenizer`` over the list-data vocabulary padded with generated words to
-the model's vocabulary size, unless ``--tokenizer`` names a local folder with a real Qwen tokenizer. Random
-weights make the text meaningless; the check is about memory, speed and the code path.
+Stages, in order (``plan``; each in its own process, ``scripts/gpu_check_worker.py``, with its own time budget,
+``BUDGET_S``, cut to what is left of the whole):
 
-Stages, each in its own subprocess (``scripts/gpu_check_worker.py``) with its own timeout
-(``--stage-timeout-s``, cut to what is left of ``--time-budget-s``), in this order:
+(a) ``versions`` (``scripts/gpu_versions.py``: printed first; one outside the tested range stops the check in one
+    line) and ``errors`` (no model: what a first matrix product raises on a full GPU);
+(b) ``7B/transformers/pair``: a random-initialised Qwen2.5-7B-shaped model through ``build_trainer`` (4-bit, peft):
+    ``--steps`` steps of G=32 with 256-token completions forced to full length: peak VRAM next to the plan, step
+    time, generated tokens/s, and ``probes``;
+(c) ``7B/unsloth/pair``: the same on Unsloth;
+(d) ``learn`` on Unsloth, then on transformers: the demo's collapsed tiny model (built on the CPU beforehand,
+    ``scripts/gpu_check_learn.py build``, and carried) trained with GAPO and with the GRPO + validity baseline:
+    held-out JSD before and after, valid rate, step time, the demo's targets;
+(e) ``train``: ``train()`` end to end on that start, a checkpoint, then ``resume=True`` from it;
+(f) as time allows: recipe ``qwen7b_lists`` through ``train()`` on the 7B (``recipe``), a Llama-3.1-8B from its
+    published config (``pair``), the 7B on Unsloth at ``max_seq_length`` 384 (``short``), the 32B.
 
-1. ``7B/unsloth/pair``: ``build_trainer`` (run plan, measured prompts, memory plan, GAPOTrainer),
-   ``--steps`` steps of G=32 with 256-token completions forced to full length: peak VRAM next to the plan's
-   estimate, step time, generated tokens/s;
-2. ``7B/unsloth/train``: recipe ``qwen7b_lists`` through the real ``train()`` (2 steps, ``memory_budget_gb``
-   capped at ``--train-budget-gb``, a checkpoint and the adapter saved and checked);
-3. ``Llama-3.1-8B/unsloth/pair``: a random-initialised Llama-3.1-8B built from its published config
-   (``LLAMA31_8B_CONFIG``, a plain dict: no hub) through the same ``build_trainer`` path for one step, so the
-   planner-from-config meets a model that is not Qwen; skipped, saying so, when less than ``--llama-min-s``
-   is left;
-4. ``7B/transformers/pair``;
-5. ``7B/unsloth/short``: the pair stage at ``max_seq_length`` 384, where Unsloth checkpoints without offloading
-   and the planner counts every layer's input;
-6. the 32B pairs, only when there is room for its 65 GB of weights (disk and GPU) and time left; otherwise
-   the table says why they were skipped.
+What survives a failure: each worker writes every figure the moment it exists to ``PARTIAL`` beside ``--json-out``
+(atomically); the orchestrator merges those figures into the stage's row when the stage ends, times out or
+crashes, with the last 2,000 characters of a failed stage's traceback, and rewrites ``--json-out`` after every
+stage. A kill of the whole command leaves the finished rows, the stage in flight and its figures so far;
+``scripts/gpu_table.py`` reads both files into the docs' table.
 
-Before them, on a GPU, ``errors`` (no model, seconds): what a first matrix product raises on a full GPU and whether
-the OOM back-off takes it for memory. The pair stages also record ``probes`` (``scripts/gpu_check_worker.py``).
-
-Every figure is printed (and flushed) the moment it is measured, and each stage's row as soon as it ends, so
-a timeout keeps what was printed. ``--json-out FILE`` also writes the run (GPU, versions, date, every row so far
-and the stage in flight) to FILE after each stage, atomically (a temporary file renamed over it), so a run cut
-short keeps every finished stage's figures; ``scripts/gpu_table.py`` turns it into the docs' table.
-
-Peak VRAM is ``torch.cuda.max_memory_allocated``; the planner's estimate also counts 1 GiB of CUDA context
-that this does not see."""
+Peak VRAM is ``torch.cuda.max_memory_allocated``; the planner's estimate also counts 1 GiB of CUDA context."""
 from __future__ import annotations
 
 import argparse
@@ -50,22 +38,28 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+for _path in (REPO, REPO / "scripts"):  # the kit, and gpu_versions / gpu_check_learn beside this file
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
 # The orchestrating process never trains: keep `import gapo_lite` from importing unsloth here. Workers get
 # their backend through the environment (see _worker_env), which this default does not override.
 os.environ.setdefault("GAPO_LITE_BACKEND", "transformers")
+
+import gpu_versions  # noqa: E402
 
 from gapo_lite._bootstrap import LOADERS  # noqa: E402  (no torch at import)
 from gapo_lite.memory.specs import ModelSpec, count_parameters  # noqa: E402
 
 GIB = 1024**3
+TRACEBACK_CHARS = 2000  # what a failed stage's row keeps of its traceback
 MODELS = {"7b": "qwen2.5-7b", "llama8b": "Llama-3.1-8B", "32b": "qwen2.5-32b"}
 # meta-llama/Llama-3.1-8B's published config.json (the shapes and rope; ids come from the check's tokenizer).
 LLAMA31_8B_CONFIG: dict[str, Any] = dict(
@@ -78,64 +72,118 @@ LLAMA_STEPS = 1  # one step: the point is that the path runs and what it holds, 
 # The dry run's stand-in for the Llama stage: the same config with tiny shapes (same rope, untied head, no biases).
 DRY_RUN_LLAMA = dict(LLAMA31_8B_CONFIG, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
                      head_dim=16, vocab_size=1024)
-# What the check reports versions of (importlib.metadata: nothing is imported to read them).
-VERSIONED = ("torch", "transformers", "trl", "unsloth", "unsloth_zoo", "peft", "accelerate", "bitsandbytes", "datasets", "xformers", "triton")
-BACKENDS = LOADERS  # a stage runs one of the backends "auto" resolves to, in this order
 DRY_RUN_SHAPES = dict(num_layers=2, hidden_size=64, num_heads=4, num_kv_heads=2, intermediate_size=128, vocab_size=1024, tie_word_embeddings=True)
+
+
+# Each stage's time budget in seconds (building its model included), most important first. On a GPU, (a)-(e) add
+# up to ESSENTIAL_S, which with the wheel install must leave a minute of a 10-minute call (tests/test_gpu_check.py);
+# an (f) stage starts only when its whole budget is left. The dry run's budgets are its own (a CPU trains the tiny
+# model for the demo's 250 steps; the learning stage dominates).
+BUDGET_S = {"errors": 20, "pair": 105, "learn/unsloth": 100, "learn/transformers": 80, "train": 35, "recipe": 120, "short": 90, "llama": 100}
+DRY_BUDGET_S = {"errors": 25, "pair": 60, "learn/unsloth": 30, "learn/transformers": 330, "train": 60, "recipe": 60, "short": 60, "llama": 60}
+LEARN_OVERHEAD_S = 45  # of a learning stage's budget on a GPU: imports, Unsloth's compile, loading and measuring (a guess)
+DEFAULT_START = REPO / "runs" / "gpu_check_start"
+PARTIAL = "gpu_check_partial.json"  # beside --json-out: the stage in flight's figures so far
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of the plan: its model (a ``MODELS`` key, ``start`` for the carried tiny model, ``-`` for none),
+    backend, name, time budget, and whether it is one of (a)-(e) (always started) or (f) (only with its budget left)."""
+
+    key: str
+    backend: str
+    name: str
+    budget_s: float
+    essential: bool = True
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default="7b,llama8b,32b", help="comma-separated: 7b, llama8b, 32b")
-    parser.add_argument("--backends", default="unsloth,transformers", help="comma-separated: unsloth, transformers")
-    parser.add_argument("--skip-32b", action="store_true", help="same as leaving 32b out of --models")
-    parser.add_argument("--quick", action="store_true", help="7B only, unsloth only, 1 step, no train() stage")
-    parser.add_argument("--dry-run", action="store_true", help="CPU: tiny model, backend transformers, few short completions")
+    parser.add_argument("--dry-run", action="store_true", help="CPU: tiny models; the stages that need CUDA are reported as skipped")
+    parser.add_argument("--quick", action="store_true", help="1 step per pair stage and no (f) stages")
+    parser.add_argument("--only", default=None, help="comma-separated stage names to run (errors, pair, learn, train, recipe, llama, short, 32b)")
+    parser.add_argument("--skip-32b", action="store_true", help="leave the 32B out of (f)")
     parser.add_argument("--steps", type=int, default=2)
     parser.add_argument("--num-generations", type=int, default=32)
-    parser.add_argument("--prompts-per-step", type=int, default=1, help="prompts per step of the plan-check stages (the train() stage keeps the recipe's 8)")
+    parser.add_argument("--prompts-per-step", type=int, default=1, help="prompts per step of the pair stages (the recipe stage keeps the recipe's 8)")
     parser.add_argument("--completion-tokens", type=int, default=256)
     parser.add_argument("--lora-rank", type=int, default=64)
+    parser.add_argument("--start", type=Path, default=DEFAULT_START, help="the prepared collapsed start (scripts/gpu_check_learn.py build)")
+    parser.add_argument("--learn-steps", type=int, default=None, help="RL steps of each learning run (default: the demo's 250, or a time limit on a GPU)")
     parser.add_argument("--tokenizer", type=Path, default=None, help="local folder with a real Qwen tokenizer (optional)")
     parser.add_argument("--work-dir", type=Path, default=None, help="where checkpoints go (default /dev/shm/gapo_gpu_check, else /tmp)")
-    parser.add_argument("--time-budget-s", type=float, default=390.0, help="overall limit (default: the run ends within 7 minutes); later stages are skipped")
-    parser.add_argument("--stage-timeout-s", type=float, default=200.0, help="limit per stage (a stage past it is stopped; what it printed stays)")
-    parser.add_argument("--train-budget-gb", type=float, default=40.0, help="memory_budget_gb of the train() stage (a cap below the GPU's memory)")
-    parser.add_argument("--no-train-stage", dest="train_stage", action="store_false", help="skip the train() stage")
-    parser.add_argument("--no-short-stage", dest="short_stage", action="store_false",
-                        help="skip the 7B Unsloth stage at max_seq_length 384 (below Unsloth's offloading threshold)")
-    parser.add_argument("--no-errors-stage", dest="errors_stage", action="store_false",
-                        help="skip the first stage: what a matrix product raises on a full GPU")
+    parser.add_argument("--time-budget-s", type=float, default=450.0, help="the whole check's limit; stages are cut to what is left of it")
+    parser.add_argument("--budget-scale", type=float, default=1.0,
+                        help="multiply every budget, the whole's too (a dry run on a CPU shared with other jobs; recorded with the run)")
+    parser.add_argument("--train-budget-gb", type=float, default=40.0, help="memory_budget_gb of the recipe stage (a cap below the GPU's memory)")
     parser.add_argument("--keep", action="store_true", help="keep the built checkpoints")
     parser.add_argument("--json", action="store_true", help="also print the results as JSON")
     parser.add_argument("--json-out", type=Path, default=None, help="write the run as JSON to this file after every stage (atomically)")
-    parser.add_argument("--llama-min-s", type=float, default=150.0, help="skip the Llama-3.1-8B stage when less than this is left of the time budget")
-    parser.add_argument("--versions", action="store_true", help="print the versions of the packages the check uses and exit")
+    parser.add_argument("--versions", action="store_true", help="print the versions of the packages the check uses and exit (3 when one is out of range)")
+    parser.add_argument("--ignore-versions", action="store_true", help="run even when a version is outside the tested range")
     args = parser.parse_args(argv)
-    models = [m.strip().lower() for m in args.models.split(",") if m.strip()]
-    backends = [b.strip().lower() for b in args.backends.split(",") if b.strip()]
-    unknown = [m for m in models if m not in MODELS] + [b for b in backends if b not in BACKENDS]
-    if unknown:
-        parser.error(f"unknown model/backend {', '.join(unknown)}; models: {', '.join(MODELS)}; backends: {', '.join(BACKENDS)}")
-    if args.skip_32b:
-        models = [m for m in models if m != "32b"]
     if args.quick:
-        models, backends, args.steps, args.train_stage, args.short_stage = ["7b"], ["unsloth"], 1, False, False
+        args.steps = 1
     if args.dry_run:
-        models, backends = ["tiny", "tiny-llama"], ["transformers"]
         args.num_generations = min(args.num_generations, 4)
         args.completion_tokens = min(args.completion_tokens, 8)
         args.lora_rank = min(args.lora_rank, 4)
         args.prompts_per_step = min(args.prompts_per_step, 2)
-    if not models or not backends:
-        parser.error("nothing to run: no models or no backends left")
     for key in ("steps", "num_generations", "prompts_per_step", "completion_tokens", "lora_rank"):
         if getattr(args, key) < 1:
             parser.error(f"--{key.replace('_', '-')} must be >= 1")
     if args.num_generations < 2:
         parser.error("--num-generations must be >= 2")
-    args.model_list, args.backend_list = models, backends
+    if args.budget_scale <= 0:
+        parser.error("--budget-scale must be > 0")
+    args.time_budget_s *= args.budget_scale
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # recorded as the run's command
+    args.only_list = None if args.only is None else [s.strip() for s in args.only.split(",") if s.strip()]
+    unknown = [s for s in args.only_list or [] if s not in ONLY_NAMES]
+    if unknown:
+        parser.error(f"unknown stage {', '.join(unknown)}; stages: {', '.join(ONLY_NAMES)}")
     return args
+
+
+ONLY_NAMES = ("errors", "pair", "learn", "train", "recipe", "llama", "short", "32b")
+
+
+def plan(args: argparse.Namespace) -> list[Stage]:
+    """The stages in running order, (a)-(e) then (f), each with its budget (see ``BUDGET_S``)."""
+    budget = {k: v * args.budget_scale for k, v in (DRY_BUDGET_S if args.dry_run else BUDGET_S).items()}
+    big, llama = ("tiny", "tiny-llama") if args.dry_run else ("7b", "llama8b")
+    stages = [
+        Stage("-", "-", "errors", budget["errors"]),
+        Stage(big, "transformers", "pair", budget["pair"]),
+        Stage(big, "unsloth", "pair", budget["pair"]),
+        Stage("start", "unsloth", "learn", budget["learn/unsloth"]),
+        Stage("start", "transformers", "learn", budget["learn/transformers"]),
+        Stage("start", "auto", "train", budget["train"]),
+    ]
+    if not args.quick:
+        stages += [
+            Stage(big, "unsloth" if not args.dry_run else "transformers", "recipe", budget["recipe"], essential=False),
+            Stage(llama, "unsloth" if not args.dry_run else "transformers", "pair", budget["llama"], essential=False),
+            Stage(big, "unsloth", "short", budget["short"], essential=False),
+        ]
+        if not args.dry_run and not args.skip_32b:
+            stages += [Stage("32b", backend, "pair", budget["pair"], essential=False) for backend in LOADERS]
+    if args.only_list is not None:
+        def named(s: Stage) -> str:
+            return "llama" if is_llama(s.key) else "32b" if s.key == "32b" else s.name
+
+        stages = [s for s in stages if named(s) in args.only_list]
+    return stages
+
+
+def needs_cuda(stage: Stage) -> str | None:
+    """Why ``stage`` cannot run without a CUDA GPU (None when it can)."""
+    if stage.name == "errors":
+        return "needs CUDA (what a full GPU raises)"
+    if stage.backend == "unsloth":
+        return "needs CUDA (Unsloth's patched GRPOTrainer)"
+    return None
 
 
 def is_llama(model: str) -> bool:
@@ -156,19 +204,6 @@ def spec_for(model: str) -> ModelSpec:
     if is_llama(model):
         return ModelSpec.from_config(llama_config_dict(model), name="Llama-3.1-8B" if model == "llama8b" else "tiny-llama-dry-run")
     return ModelSpec.builtin(MODELS[model])
-
-
-def package_versions() -> dict[str, str | None]:
-    """Installed versions of ``VERSIONED`` (None when missing), read from their metadata."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    found: dict[str, str | None] = {}
-    for name in VERSIONED:
-        try:
-            found[name] = version(name)
-        except PackageNotFoundError:
-            found[name] = None
-    return found
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -313,14 +348,25 @@ def worker_env(backend: str, work_dir: Path) -> dict[str, str]:
     )
 
 
-def worker_command(stage: str, model_dir: Path, model_name: str, backend: str, args: argparse.Namespace, result_file: Path) -> list[str]:
-    steps = LLAMA_STEPS if model_name.startswith(("Llama", "tiny-llama")) else args.steps
-    return [
-        sys.executable, str(WORKER), "--stage", stage, "--model-dir", str(model_dir), "--model-name", model_name, "--backend", backend,
-        "--result-file", str(result_file), "--out-dir", str(model_dir.parent / f"out-{model_name}-{backend}-{stage}"),
+def worker_command(stage: Stage, model_dir: Path, model_name: str, args: argparse.Namespace, result_file: Path, partial_file: Path,
+                   timeout: float) -> list[str]:
+    steps = LLAMA_STEPS if is_llama(stage.key) else args.steps
+    cmd = [
+        sys.executable, str(WORKER), "--stage", stage.name, "--model-dir", str(model_dir), "--model-name", model_name, "--backend", stage.backend,
+        "--result-file", str(result_file), "--partial-file", str(partial_file),
+        "--out-dir", str(result_file.with_name(result_file.stem.replace("result-", "out-", 1))),
         "--steps", str(steps), "--num-generations", str(args.num_generations), "--prompts-per-step", str(args.prompts_per_step),
         "--completion-tokens", str(args.completion_tokens), "--lora-rank", str(args.lora_rank), "--train-budget-gb", str(args.train_budget_gb),
     ]
+    if stage.name == "learn":
+        if args.learn_steps is not None:
+            cmd += ["--learn-steps", str(args.learn_steps)]
+        elif not args.dry_run:  # on a GPU each run trains for its share of the stage's time (steps unknown until measured)
+            cmd += ["--run-seconds", f"{max(5.0, (timeout - LEARN_OVERHEAD_S) / len(LEARN_RUNS)):.0f}"]
+    return cmd
+
+
+LEARN_RUNS = ("gapo", "grpo_baseline")  # the learning stage's runs (scripts/gpu_check_learn.py RUNS)
 
 
 def run_streaming(cmd: list[str], env: dict[str, str], timeout: float, prefix: str) -> tuple[int | None, list[str]]:
@@ -348,20 +394,40 @@ def run_streaming(cmd: list[str], env: dict[str, str], timeout: float, prefix: s
     return code, lines
 
 
-def run_stage(stage: str, model_dir: Path, model_name: str, backend: str, args: argparse.Namespace, timeout: float) -> dict[str, Any]:
-    """One stage in a worker process, its output streamed; its row (or why there is none)."""
-    result_file = model_dir.parent / f"result-{model_name}-{backend}-{stage}.json"
+def failure_text(lines: list[str], partial: dict[str, Any]) -> str:
+    """The last ``TRACEBACK_CHARS`` of a failed stage's own traceback, else of its output (a crash below Python)."""
+    return str(partial.get("traceback") or "\n".join(lines))[-TRACEBACK_CHARS:]
+
+
+def run_stage(stage: Stage, model_dir: Path, model_name: str, args: argparse.Namespace, timeout: float, partial_file: Path,
+              work_dir: Path) -> dict[str, Any]:
+    """One stage in a worker process, its output streamed; its row. A stage that times out or fails keeps the figures
+    it had written to ``partial_file`` (and a failure its traceback's last ``TRACEBACK_CHARS``)."""
+    slug = "-".join(part.replace(" ", "_") for part in (model_name, stage.backend, stage.name))
+    result_file = work_dir / f"result-{slug}.json"
     result_file.unlink(missing_ok=True)
-    base = {"stage": stage, "model": model_name, "backend": backend}
-    print(f"gpu_check: stage {model_name}/{backend}/{stage} (timeout {timeout:.0f} s)", flush=True)
-    code, lines = run_streaming(worker_command(stage, model_dir, model_name, backend, args, result_file),
-                                worker_env(backend, model_dir.parent), timeout, prefix="  | ")
+    partial_file.unlink(missing_ok=True)
+    base = {"stage": stage.name, "model": model_name, "backend": stage.backend}
+    print(f"gpu_check: stage {model_name}/{stage.backend}/{stage.name} (budget {timeout:.0f} s)", flush=True)
+    code, lines = run_streaming(worker_command(stage, model_dir, model_name, args, result_file, partial_file, timeout),
+                                worker_env(stage.backend, work_dir), timeout, prefix="  | ")
+    if code == 0 and result_file.is_file():
+        return json.loads(result_file.read_text())
+    partial = read_partial(partial_file)
+    figures = {k: v for k, v in partial.items() if k not in ("traceback", "error")}
     if code is None:
-        return {**base, "status": f"timed out after {timeout:.0f}s (figures above)"}
-    if code != 0 or not result_file.is_file():
-        tail = [line for line in lines if line.strip()][-1:] or ["no output"]
-        return {**base, "status": f"failed (rc {code}): {tail[0][:120]}"}
-    return json.loads(result_file.read_text())
+        return {**base, **figures, "status": f"timed out after {timeout:.0f}s" + (" (partial figures kept)" if figures else "")}
+    text = failure_text(lines, partial)
+    last = partial.get("error") or ([line for line in text.splitlines() if line.strip()][-1:] or ["no output"])[0]
+    return {**base, **figures, "status": f"failed (rc {code}): {last[:200]}", "traceback": text}
+
+
+def read_partial(path: Path) -> dict[str, Any]:
+    """A worker's figures so far (empty when it wrote none)."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
 
 
 def room_for(spec: ModelSpec, work_dir: Path) -> str | None:
@@ -379,122 +445,150 @@ def room_for(spec: ModelSpec, work_dir: Path) -> str | None:
     return None
 
 
-def plan_stages(args: argparse.Namespace) -> list[tuple[str, str, str]]:
-    """(model key, backend, stage) in running order: unsloth pair, train(), other backends, then the next model.
-
-    A Llama gets one pair stage on the first backend (Unsloth unless left out): it checks the path, not speed.
-    It runs right after the previous model's first-backend stages, before that model's other backends, so a
-    short run reaches it."""
-    stages: list[tuple[str, str, str]] = []
-    later: list[tuple[str, str, str]] = []  # the previous model's other-backend stages, run after a following Llama
-    for model in args.model_list:
-        if is_llama(model):
-            stages.append((model, args.backend_list[0], "pair"))
-            continue
-        stages += later
-        later = []
-        for i, backend in enumerate(args.backend_list):
-            if i == 0:
-                stages.append((model, backend, "pair"))
-                if model in ("7b", "tiny") and args.train_stage:
-                    stages.append((model, backend, "train"))
-            else:
-                later.append((model, backend, "pair"))
-        if model == "7b" and "unsloth" in args.backend_list and args.short_stage:
-            later.append((model, "unsloth", "short"))  # the planner below Unsloth's offloading threshold
-    return stages + later
-
-
 def print_row(row: dict[str, Any]) -> None:
     print("gpu_check: RESULT " + format_results([row]).splitlines()[-1], flush=True)
 
 
-def run_record(args: argparse.Namespace, gpu: str, rows: list[dict[str, Any]], running: str | None, started: float) -> dict[str, Any]:
+def run_record(args: argparse.Namespace, gpu: str, versions: dict[str, str | None], rows: list[dict[str, Any]], running: str | None,
+               started: float, stopped: str | None = None) -> dict[str, Any]:
     """What ``--json-out`` holds: the run's setting, every finished row, the stage in flight (None when done)."""
     return {
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started)), "gpu": gpu, "versions": package_versions(),
-        "python": sys.version.split()[0], "dry_run": bool(args.dry_run),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started)), "gpu": gpu, "versions": versions,
+        "python": sys.version.split()[0], "dry_run": bool(args.dry_run), "command": command_line(args),
         "settings": {"steps": args.steps, "llama_steps": LLAMA_STEPS, "prompts_per_step": args.prompts_per_step, "num_generations": args.num_generations,
-                     "completion_tokens": args.completion_tokens, "lora_rank": args.lora_rank, "time_budget_s": args.time_budget_s},
-        "rows": rows, "running": running, "complete": running is None,
+                     "completion_tokens": args.completion_tokens, "lora_rank": args.lora_rank, "time_budget_s": args.time_budget_s,
+                     "budget_scale": args.budget_scale},
+        "rows": rows, "running": running, "complete": running is None, "stopped": stopped, "summary": summary(rows, stopped),
+        "seconds": round(time.time() - started, 1),
         "note": "peak_vram_bytes is torch.cuda.max_memory_allocated; estimate_bytes (the plan's) also counts 1 GiB of CUDA context",
     }
 
 
+def command_line(args: argparse.Namespace) -> str:
+    """How this run was started, for the table's "command" (the offline wrapper sets GPU_CHECK_COMMAND to its own)."""
+    return os.environ.get("GPU_CHECK_COMMAND") or " ".join(["python scripts/gpu_check.py", *args.argv])
+
+
+def summary(rows: list[dict[str, Any]], stopped: str | None = None) -> str:
+    """One line: did GAPO spread the model on each backend that ran, and how many stages are ok."""
+    if stopped:
+        return stopped
+    learned = [r.get("verdict") or f"{r.get('backend')}: learning {r.get('status')}" for r in rows if r.get("stage") == "learn"
+               and not str(r.get("status", "")).startswith("skipped")]
+    ok = sum(1 for r in rows if r.get("status") == "ok")
+    skipped = sum(1 for r in rows if str(r.get("status", "")).startswith("skipped"))
+    return "; ".join(learned or ["no learning stage ran"]) + f"; {ok} of {len(rows)} stages ok, {skipped} skipped"
+
+
+def model_name(stage: Stage) -> str:
+    return {"-": "-", "start": START_NAME}.get(stage.key) or spec_for(stage.key).name
+
+
+START_NAME = "demo start"  # the learning and train() stages' model: the demo's collapsed tiny model
+
+
+def model_for(stage: Stage, args: argparse.Namespace, work_dir: Path, specs: dict[str, ModelSpec], built: dict[str, Path | str],
+              record: Any) -> tuple[str, Path | str]:
+    """(name, folder) of the stage's model, built on first use; the folder is a string saying why when there is none."""
+    if stage.key == "-":
+        (work_dir / "no-model").mkdir(parents=True, exist_ok=True)
+        return "-", work_dir / "no-model"
+    if stage.key == "start":
+        import gpu_check_learn
+
+        try:
+            gpu_check_learn.read_start(args.start)
+        except FileNotFoundError as err:
+            return START_NAME, str(err)
+        return START_NAME, args.start
+    spec = specs.setdefault(stage.key, spec_for(stage.key))
+    if stage.key not in built:
+        why = room_for(spec, work_dir) if stage.key == "32b" else None
+        if why is None:
+            record(f"{spec.name}: building")
+            try:
+                t0 = time.perf_counter()
+                built[stage.key] = build_checkpoint(spec, work_dir / spec.name, args.tokenizer, llama=llama_config_dict(stage.key) if is_llama(stage.key) else None)
+                print(f"gpu_check: built {spec.name} ({spec.num_params / 1e9:.2f}B params) in {time.perf_counter() - t0:.0f} s", flush=True)
+            except (RuntimeError, ValueError) as err:
+                why = f"not built: {err}"
+        if why is not None:
+            built[stage.key] = why
+    return spec.name, built[stage.key]
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    versions, problems = gpu_versions.check()
     if args.versions:
-        for name, ver in package_versions().items():
-            print(f"{name:<14}{ver or 'missing'}")
-        return 0
+        for name, version in versions.items():
+            print(f"{name:<16}{version or 'missing'}")
+        for problem in problems:
+            print(f"out of range: {problem}")
+        return 3 if problems else 0
     import torch
 
     cuda = torch.cuda.is_available()
     if not cuda and not args.dry_run:
         print("gpu_check: no CUDA GPU here; use --dry-run for the CPU path", file=sys.stderr)
         return 2
-    specs = {m: spec_for(m) for m in args.model_list}
-    work_dir = args.work_dir or default_work_dir(max(checkpoint_bytes(s) for s in specs.values()))
-    work_dir.mkdir(parents=True, exist_ok=True)
     gpu = f"{torch.cuda.get_device_name(0)}, {torch.cuda.mem_get_info()[1] / GIB:.0f} GiB" if cuda else "no GPU (dry run)"
-    print(f"gpu_check: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {gpu}; torch {torch.__version__}; "
-          f"{args.steps} steps of {args.prompts_per_step} prompt(s) x G={args.num_generations}, {args.completion_tokens}-token completions; "
-          f"time budget {args.time_budget_s:.0f} s; work dir {work_dir}", flush=True)
-    start, started = time.perf_counter(), time.time()
+    started = time.time()
     rows: list[dict[str, Any]] = []
-    built: dict[str, Path | str] = {}
+    partial_file = (args.json_out.parent if args.json_out else Path(tempfile.gettempdir())) / PARTIAL
 
-    def record(running: str | None) -> None:
+    def record(running: str | None, stopped: str | None = None) -> None:
         if args.json_out is not None:
-            write_json_atomic(args.json_out, run_record(args, gpu, rows, running, started))
+            write_json_atomic(args.json_out, run_record(args, gpu, versions, rows, running, started, stopped))
 
-    if cuda and args.errors_stage:  # no model: seconds, so it goes first
-        record("errors")
-        rows.append(run_stage("errors", work_dir / "no-model", "-", "-", args, timeout=min(args.stage_timeout_s, 60.0)))
-        print_row(rows[-1])
-    stages = plan_stages(args)
-    for index, (key, backend, stage) in enumerate(stages):
-        spec = specs[key]
-        base = {"stage": stage, "model": spec.name, "backend": backend}
-        remaining = args.time_budget_s - (time.perf_counter() - start)
-        if key not in built:
-            why = room_for(spec, work_dir) if key == "32b" else None
-            if why is None and remaining <= 0:
-                why = "time budget"
-            if why is None and key == "llama8b" and remaining < args.llama_min_s:
-                why = f"time budget: {remaining:.0f} s left, the Llama stage needs about {args.llama_min_s:.0f} s (--llama-min-s)"
-            if why is None:
-                record(f"{spec.name}: building")
-                try:
-                    t0 = time.perf_counter()
-                    built[key] = build_checkpoint(spec, work_dir / spec.name, args.tokenizer, llama=llama_config_dict(key) if is_llama(key) else None)
-                    print(f"gpu_check: built {spec.name} ({spec.num_params / 1e9:.2f}B params) in {time.perf_counter() - t0:.0f} s", flush=True)
-                except (RuntimeError, ValueError) as err:
-                    why = f"not built: {err}"
-            if why is not None:
-                built[key] = why
-                print(f"gpu_check: skipping {spec.name}: {why}", flush=True)
-        if isinstance(built[key], str):
-            row = {**base, "status": f"skipped: {built[key]}"}
+    print("gpu_check: versions: " + ", ".join(f"{n} {v or 'missing'}" for n, v in versions.items()), flush=True)
+    if problems and not args.ignore_versions:
+        line = gpu_versions.stop_line(problems)
+        print(line, flush=True)
+        record(None, stopped=line)
+        return 3
+    stages = plan(args)
+    specs: dict[str, ModelSpec] = {}
+    work_dir = args.work_dir or default_work_dir(max([checkpoint_bytes(spec_for(s.key)) for s in stages if s.key in MODELS] or [0]))
+    work_dir.mkdir(parents=True, exist_ok=True)
+    print(f"gpu_check: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {gpu}; {len(stages)} stages within {args.time_budget_s:.0f} s; "
+          f"work dir {work_dir}", flush=True)
+    start = time.perf_counter()
+    built: dict[str, Path | str] = {}
+    for index, stage in enumerate(stages):
+        left = args.time_budget_s - (time.perf_counter() - start)
+        base = {"stage": stage.name, "model": model_name(stage), "backend": stage.backend}
+        why = None if cuda else needs_cuda(stage)
+        if why is None and (left <= 0 or (not stage.essential and left < stage.budget_s)):
+            why = f"time budget: {max(0.0, left):.0f} s left" + ("" if stage.essential else f", the stage needs {stage.budget_s:.0f} s")
+        if why is None:
+            stage_start = time.perf_counter()
+            name, folder = model_for(stage, args, work_dir, specs, built, record)
+            base["model"] = name
+            if isinstance(folder, str):
+                why = folder
+        if why is not None:
+            row = {**base, "status": f"skipped: {why}"}
         else:
-            remaining = args.time_budget_s - (time.perf_counter() - start)
-            if remaining <= 0:
-                row = {**base, "status": "skipped: time budget"}
-            else:
-                record(f"{spec.name}/{backend}/{stage}")
-                row = run_stage(stage, built[key], spec.name, backend, args, timeout=min(args.stage_timeout_s, remaining))
-        if is_llama(key):
-            row.setdefault("config", "Llama-3.1-8B published config (random weights)" if key == "llama8b" else "Llama-3.1-8B config, tiny shapes")
+            timeout = min(stage.budget_s, left) - (time.perf_counter() - stage_start)  # building the model counts against the stage
+            record(f"{name}/{stage.backend}/{stage.name}")
+            row = run_stage(stage, folder, name, args, max(timeout, 1.0), partial_file, work_dir)
+            row["budget_s"] = stage.budget_s
+            row["seconds"] = round(time.perf_counter() - stage_start, 1)
+        if is_llama(stage.key):
+            row.setdefault("config", "Llama-3.1-8B published config (random weights)" if stage.key == "llama8b" else "Llama-3.1-8B config, tiny shapes")
         rows.append(row)
         print_row(row)
         record("between stages")
-        last_of_model = all(k != key for k, _, _ in stages[index + 1:])
-        if last_of_model and isinstance(built[key], Path) and not args.keep:
-            shutil.rmtree(built[key], ignore_errors=True)
+        last_of_model = all(s.key != stage.key for s in stages[index + 1:])
+        if last_of_model and isinstance(built.get(stage.key), Path) and not args.keep:
+            shutil.rmtree(built[stage.key], ignore_errors=True)
+    partial_file.unlink(missing_ok=True)
     record(None)
     print()
     print(format_results(rows))
     print(f"\ntotal {time.perf_counter() - start:.0f}s; the plan's estimate includes 1 GiB CUDA context not seen by max_memory_allocated")
+    print(f"gpu_check: SUMMARY {summary(rows)}", flush=True)
     if args.json:
         print(json.dumps(rows, indent=2))
     return 0 if all(r.get("status") == "ok" or str(r.get("status", "")).startswith("skipped") for r in rows) else 1

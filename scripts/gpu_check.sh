@@ -1,12 +1,10 @@
 #!/usr/bin/env bash
-# GPU check: the GPU path on random-initialised Qwen2.5-7B (and 32B when there is room), stage by stage, each
-# stage's figures printed the moment they are measured (a timeout keeps what was printed). One NVIDIA GPU,
-# no internet needed. The default run ends within 7 minutes (stages past --time-budget-s are skipped, each
-# stage is stopped at --stage-timeout-s, and this wrapper stops everything at GPU_CHECK_TIMEOUT_S, 420 s).
-#   scripts/gpu_check.sh                 # 7B: unsloth plan check, train() of qwen7b_lists; Llama-3.1-8B (1 step); 7B transformers; 32B if room and time
-#   scripts/gpu_check.sh --quick         # 7B, unsloth, 1 step, no train() stage
-#   scripts/gpu_check.sh --skip-32b      # 7B and Llama-3.1-8B only
-#   scripts/gpu_check.sh --dry-run       # CPU: tiny model through the same stages
+# GPU check (scripts/gpu_check.py: the stages and their order): every figure printed the moment it is measured.
+# One NVIDIA GPU, no internet needed. Stages are cut to --time-budget-s (default 450 s) and this wrapper stops
+# everything at GPU_CHECK_TIMEOUT_S (default 480 s).
+#   scripts/gpu_check.sh                 # (a) versions, errors (b) 7B transformers (c) 7B Unsloth (d) GAPO learning (e) train() + resume (f) the rest
+#   scripts/gpu_check.sh --quick         # (a)-(e), 1 step per 7B stage
+#   scripts/gpu_check.sh --dry-run       # CPU: tiny models through the same stages; those needing CUDA say skipped
 # Options are those of scripts/gpu_check.py (--help). PYTHON picks the interpreter (default python).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,4 +19,4 @@ if [[ " $* " != *" --dry-run "* ]] && ! command -v nvidia-smi >/dev/null 2>&1; t
   exit 2
 fi
 command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version --format=csv,noheader || true
-exec timeout --kill-after=10 "${GPU_CHECK_TIMEOUT_S:-420}" "${PYTHON:-python}" -u scripts/gpu_check.py "$@"
+exec timeout --kill-after=10 "${GPU_CHECK_TIMEOUT_S:-480}" "${PYTHON:-python}" -u scripts/gpu_check.py "$@"

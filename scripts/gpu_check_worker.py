@@ -29,13 +29,15 @@ import os
 import shutil
 import sys
 import time
+import traceback
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+for _path in (REPO, REPO / "scripts"):  # the kit, and gpu_check_learn beside this file
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
 
 GIB = 1024**3
 
@@ -45,24 +47,41 @@ def say(label: str, text: str) -> None:
     print(f"gpu_check: [{label}] {text}", flush=True)
 
 
+PARTIAL: dict[str, Any] = {}  # this stage's figures so far (see note)
+PARTIAL_FILE: Path | None = None
+TRACEBACK_CHARS = 2000  # what a failed stage keeps of its traceback
+
+
+def note(key: str, value: Any) -> None:
+    """Record one figure the moment it exists: the partial file is rewritten atomically, so a stage stopped by its
+    timeout or killed with the whole run still leaves every figure it had (the orchestrator merges them into its row)."""
+    PARTIAL[key] = value
+    if PARTIAL_FILE is not None:
+        tmp = PARTIAL_FILE.with_name(f".{PARTIAL_FILE.name}.tmp")
+        tmp.write_text(json.dumps(PARTIAL, default=str))
+        os.replace(tmp, PARTIAL_FILE)
+
+
 def cuda_peak() -> int | None:
     import torch
 
     return int(torch.cuda.max_memory_allocated()) if torch.cuda.is_available() else None
 
 
-def figures_callback(label: str):
-    """A TrainerCallback printing each step's time and the peak VRAM so far, as they happen."""
+def figures_callback(label: str, key: str = "step_seconds_so_far", stop_after_s: float | None = None):
+    """A TrainerCallback printing each step's time and the peak VRAM so far, as they happen, and noting them (``key``);
+    with ``stop_after_s`` it ends training after the step that passes that many seconds of training."""
     from transformers import TrainerCallback
 
     class StepFigures(TrainerCallback):
         def __init__(self) -> None:
             self.step_seconds: list[float] = []
             self.chunk_size: int | None = None
-            self._start = 0.0
+            self._start = self.began = 0.0
 
         def on_train_begin(self, args, state, control, **kwargs):
             self.chunk_size = args.per_device_train_batch_size
+            self.began = time.perf_counter()
             say(label, f"training: {args.per_device_train_batch_size} completions per pass, {args.gradient_accumulation_steps} passes per step")
 
         def on_step_begin(self, args, state, control, **kwargs):
@@ -73,6 +92,12 @@ def figures_callback(label: str):
             self.step_seconds.append(seconds)
             peak = cuda_peak()
             say(label, f"step {state.global_step}: {seconds:.1f} s" + (f", peak VRAM so far {peak / GIB:.2f} GiB" if peak else ""))
+            note(key, [round(s, 4) for s in self.step_seconds])
+            if peak:
+                note("peak_vram_bytes_so_far", peak)
+            if stop_after_s is not None and time.perf_counter() - self.began >= stop_after_s:
+                say(label, f"time limit: stopping after step {state.global_step} ({stop_after_s:.0f} s of training)")
+                control.should_training_stop = True
 
     return StepFigures()
 
@@ -256,6 +281,7 @@ def run_pair(args: argparse.Namespace, label: str) -> dict[str, Any]:
     figures = figures_callback(label)
     trainer = build_trainer(config, run_plan=run_plan, train_dataset=dataset, callbacks=[figures])
     load_seconds = time.perf_counter() - start
+    note("load_seconds", load_seconds)
     prompt_tokens = measure_prompt_tokens(trainer.processing_class, dataset)
     plan, plan_error = trainer.gapo.memory_plan, None
     if plan is None:  # CPU (dry run): no plan was needed; make one for the record, 8 GiB budget
@@ -264,6 +290,7 @@ def run_pair(args: argparse.Namespace, label: str) -> dict[str, Any]:
         except (ValueError, KeyError, NotImplementedError) as err:  # a model the planner cannot read: the estimate is null, saying why
             plan_error = f"planner: {err}"
     if plan is not None:
+        note("estimate_bytes", plan.estimated_peak_bytes)
         say(label, f"loaded and planned in {load_seconds:.0f} s; prompt {prompt_tokens} tokens; plan: peak {plan.estimated_peak_bytes / GIB:.2f} GiB "
                    f"of {plan.budget_bytes / GIB:.2f} GiB, {plan.chunk_size} completions per pass"
                    + (f"; VRAM after load {torch.cuda.memory_allocated() / GIB:.2f} GiB" if cuda else ""))
@@ -301,8 +328,8 @@ def train_overrides(args: argparse.Namespace, cuda: bool) -> list[str]:
                    "lora_dropout=0.0"]
 
 
-def run_train(args: argparse.Namespace, label: str) -> dict[str, Any]:
-    """Recipe qwen7b_lists through ``train()``: plan, steps, checkpoint and adapter, all checked."""
+def run_recipe(args: argparse.Namespace, label: str) -> dict[str, Any]:
+    """Recipe qwen7b_lists through ``train()`` on the 7B-shaped model: plan, steps, checkpoint and adapter, all checked."""
     import torch
 
     from gapo_lite.training import train
@@ -326,12 +353,60 @@ def run_train(args: argparse.Namespace, label: str) -> dict[str, Any]:
                f"adapter {'saved' if adapter_ok else 'MISSING'}")
     ok = result.global_step == config.max_steps and latest is not None and latest.name == f"checkpoint-{config.max_steps}" and adapter_ok
     return {
-        "stage": "train", "model": args.model_name, "backend": args.backend, "status": "ok" if ok else "failed: checkpoint/adapter check",
+        "stage": "recipe", "model": args.model_name, "backend": args.backend, "status": "ok" if ok else "failed: checkpoint/adapter check",
         "peak_vram_bytes": cuda_peak(), "budget_bytes": int(config.memory_budget_gb * GIB) if config.memory_budget_gb else None,
         "chunk_size": figures.chunk_size, "steps": result.global_step,
         "step_seconds": sum(figures.step_seconds) / max(1, len(figures.step_seconds)), "total_seconds": seconds,
         "checkpoint": latest.name if latest else None, "adapter_saved": adapter_ok,
     }
+
+
+def run_learn(args: argparse.Namespace, label: str) -> dict[str, Any]:
+    """GAPO and the GRPO + validity baseline from the prepared collapsed start (``--model-dir``) on ``--backend``,
+    through ``train()`` with LoRA, each measured on held-out lists (``scripts/gpu_check_learn.py``)."""
+    import gpu_check_learn
+
+    def callbacks(name: str) -> list[Any]:
+        return [figures_callback(f"{label}/{name}", key=f"{name}_step_seconds_so_far", stop_after_s=args.run_seconds)]
+
+    found = gpu_check_learn.learn(args.model_dir, args.out_dir, args.backend, note, steps=args.learn_steps, callbacks=callbacks)
+    say(label, found["verdict"])
+    return {"stage": "learn", "model": args.model_name, "backend": args.backend, "status": "ok" if found["targets_met"] else "targets missed",
+            **{k: v for k, v in PARTIAL.items() if not k.endswith("_so_far")}, **found, "peak_vram_bytes": cuda_peak()}
+
+
+def run_train(args: argparse.Namespace, label: str) -> dict[str, Any]:
+    """``train()`` end to end on the prepared start, as a user runs it (backend ``--backend``, LoRA, a checkpoint),
+    then again with ``resume=True`` (``--set resume=true``) to twice the steps: it must resume from the checkpoint."""
+    import dataclasses
+
+    import gpu_check_learn
+
+    from gapo_lite.training import train
+    from gapo_lite.training.checkpoints import find_latest_checkpoint
+
+    steps = 2
+    s = gpu_check_learn.settings(gpu_check_learn.read_start(args.model_dir)["quick"])
+    config = dataclasses.replace(gpu_check_learn.run_config(s, args.model_dir, args.out_dir, "gapo", args.backend, load_in_4bit=None),
+                                 max_steps=steps, save_steps=steps, lr_scheduler_type="constant")
+    figures = figures_callback(label)
+    start = time.perf_counter()
+    first = train(config, callbacks=[figures])
+    note("first_seconds", time.perf_counter() - start)
+    checkpoint = find_latest_checkpoint(config.output_dir)
+    note("checkpoint", checkpoint.name if checkpoint else None)
+    say(label, f"train(): {first.global_step} steps, checkpoint {checkpoint.name if checkpoint else 'MISSING'}; now resume=True to {2 * steps} steps")
+    resumed = train(dataclasses.replace(config, resume=True, max_steps=2 * steps), callbacks=[figures])
+    latest = find_latest_checkpoint(config.output_dir)
+    adapter_ok = (resumed.adapter_dir / "adapter_config.json").is_file()
+    # Resumed, not restarted: the trainer's state came from the checkpoint, so its log holds the first run's steps.
+    resumed_history = any(entry.get("step") == 1 for entry in resumed.log_history)
+    ok = (first.global_step == steps and checkpoint is not None and checkpoint.name == f"checkpoint-{steps}" and resumed.global_step == 2 * steps
+          and latest is not None and latest.name == f"checkpoint-{2 * steps}" and adapter_ok and resumed_history)
+    return {"stage": "train", "model": args.model_name, "backend": args.backend, "status": "ok" if ok else "failed: checkpoint/resume check",
+            "peak_vram_bytes": cuda_peak(), "steps": resumed.global_step, "checkpoint": checkpoint.name if checkpoint else None,
+            "resumed_to": latest.name if latest else None, "resumed_from_checkpoint": resumed_history, "adapter_saved": adapter_ok,
+            "step_seconds": sum(figures.step_seconds) / max(1, len(figures.step_seconds)), "total_seconds": time.perf_counter() - start}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -349,6 +424,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--lora-rank", type=int, default=64)
     parser.add_argument("--train-budget-gb", type=float, default=40.0)
     parser.add_argument("--max-seq-length", type=int, default=None, help="the model's max_seq_length (default: 1024 + completion tokens)")
+    parser.add_argument("--partial-file", type=Path, default=None, help="where each figure is written the moment it exists")
+    parser.add_argument("--learn-steps", type=int, default=None, help="RL steps of each learning run (default: the demo's)")
+    parser.add_argument("--run-seconds", type=float, default=None, help="stop each learning run after this much training (default: none)")
     args = parser.parse_args(argv)
     if args.stage == "short" and args.max_seq_length is None:
         args.max_seq_length = SHORT_MAX_SEQ_LENGTH
@@ -356,19 +434,25 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 SHORT_MAX_SEQ_LENGTH = 384  # below Unsloth's 512, from which it offloads checkpointed layer inputs
-STAGES = {"pair": run_pair, "short": run_pair, "train": run_train, "errors": run_errors}
+STAGES = {"pair": run_pair, "short": run_pair, "recipe": run_recipe, "learn": run_learn, "train": run_train, "errors": run_errors}
 
 
 def main(argv: list[str] | None = None) -> int:
+    global PARTIAL_FILE
     args = parse_args(argv)
     os.environ["GAPO_LITE_BACKEND"] = args.backend  # before gapo_lite: Unsloth first when it is the backend
     label = f"{args.model_name}/{args.backend}/{args.stage}"
+    PARTIAL_FILE = args.partial_file
     try:
         row = STAGES[args.stage](args, label)
+    except BaseException as err:  # the stage's own words, kept with its figures so far; the orchestrator reads both
+        note("error", f"{type(err).__name__}: {err}"[:300])
+        note("traceback", traceback.format_exc()[-TRACEBACK_CHARS:])
+        raise
     finally:
         shutil.rmtree(args.out_dir, ignore_errors=True)
-    say(label, "RESULT " + json.dumps(row))
-    args.result_file.write_text(json.dumps(row))
+    say(label, "RESULT " + json.dumps(row, default=str))
+    args.result_file.write_text(json.dumps(row, default=str))
     return 0
 
 

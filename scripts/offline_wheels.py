@@ -71,18 +71,66 @@ def canon(name: str) -> str:
     return canonicalize_name(name)
 
 
-def parse_name_list(text: str) -> dict[str, str | None]:
-    """``name`` or ``name==version`` a line, ``#`` comments: canonical name -> version (None when not given)."""
-    names: dict[str, str | None] = {}
+def parse_name_list(text: str) -> dict[str, SpecifierSet]:
+    """``name``, ``name==version`` or ``name>=low,<high`` a line, ``#`` comments: canonical name -> what is known of
+    the image's version (an empty specifier when nothing is)."""
+    names: dict[str, SpecifierSet] = {}
     for raw in text.splitlines():
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
-        match = re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*(?:==\s*([A-Za-z0-9.+!_-]+))?", line)
-        if match is None:
-            raise ValueError(f"cannot read {raw.strip()!r}: expected 'name' or 'name==version'")
-        names[canon(match.group(1))] = match.group(2)
+        try:
+            req = Requirement(line)
+        except ValueError:
+            raise ValueError(f"cannot read {raw.strip()!r}: expected 'name', 'name==version' or 'name>=low,<high'") from None
+        if req.marker is not None or req.url:
+            raise ValueError(f"cannot read {raw.strip()!r}: no markers or URLs in the provided list")
+        names[canon(req.name)] = req.specifier
     return names
+
+
+def exact_version(known: SpecifierSet) -> str | None:
+    """The version ``known`` names exactly (``==X``), else None."""
+    pins = [s.version for s in known if s.operator in ("==", "===") and "*" not in s.version]
+    return pins[0] if len(pins) == 1 and len(known) == 1 else None
+
+
+def guaranteed(known: SpecifierSet, required: SpecifierSet) -> bool:
+    """Whether every version ``known`` admits is one ``required`` admits (so the image's copy, whatever it is, fits).
+
+    ``known`` is read as an interval from its ``==``, ``>=``, ``>``, ``<=`` and ``<``; each of ``required``'s clauses
+    must hold over the whole interval. Anything this cannot decide counts as not guaranteed: the wheel is shipped."""
+    exact = exact_version(known)
+    if exact is not None:
+        return Version(exact) in required
+    low = high = None  # (version, inclusive)
+    for s in known:
+        v = Version(s.version)
+        if s.operator in (">=", ">") and (low is None or v > low[0]):
+            low = (v, s.operator == ">=")
+        elif s.operator in ("<=", "<") and (high is None or v < high[0]):
+            high = (v, s.operator == "<=")
+        elif s.operator != "!=":
+            return False
+    for s in required:
+        v = Version(s.version.rstrip(".*")) if s.operator == "!=" else Version(s.version) if "*" not in s.version else None
+        if v is None:
+            return False
+        if s.operator == ">=":
+            ok = low is not None and low[0] >= v
+        elif s.operator == ">":
+            ok = low is not None and (low[0] > v or (low[0] == v and not low[1]))
+        elif s.operator == "<=":
+            ok = high is not None and high[0] <= v
+        elif s.operator == "<":
+            ok = high is not None and (high[0] < v or (high[0] == v and not high[1]))
+        elif s.operator == "!=":  # the excluded version (or series) lies outside the interval
+            ok = (high is not None and high[0] < v) or (low is not None and low[0] > Version(s.version.replace(".*", ".99999")))
+        else:
+            ok = False
+        if not ok:
+            return False
+    return True
 
 
 def read_pins(path: Path) -> dict[str, str]:
@@ -154,9 +202,23 @@ def pip_download(requirements: list[str], dest: Path, python_version: str, platf
         raise SystemExit(f"offline_wheels: pip download failed: {errors[0] if errors else done.returncode}")
 
 
-def resolve(roots: Iterable[str], provided: dict[str, str | None], skip: dict[str, str], pins: dict[str, str], dest: Path,
+# Provided packages never shipped, whatever a requirer asks (a possible mismatch is a warning; the GPU check's
+# version check, scripts/gpu_versions.py, reads the real version at run time and stops if it is out of range).
+IMAGE_ONLY = {
+    "torch": "the image's CUDA build",
+    "triton": "comes with the image's CUDA torch",
+    "pyarrow": "a 42 MB wheel (the call carries 64 MiB in all), and pandas in the image is built against its own",
+}
+
+
+def resolve(roots: Iterable[str], provided: dict[str, SpecifierSet], skip: dict[str, str], pins: dict[str, str], dest: Path,
             python_version: str, platforms: list[str]) -> dict[str, Path]:
-    """Download the closure of ``roots`` minus ``provided`` and ``skip``: canonical name -> wheel in ``dest``."""
+    """Download the closure of ``roots`` minus ``provided`` and ``skip``: canonical name -> wheel in ``dest``.
+
+    A provided package known only within a range is shipped after all when a shipped one requires a range that it
+    does not guarantee, at a version inside both (so the image's own packages accept it too): fsspec for datasets'
+    ``fsspec<=2026.2.0``. An exactly known version or an ``IMAGE_ONLY`` package that may not fit gets a warning; a
+    package listed without a version is assumed to fit (the GPU check reads its version before it starts)."""
     env = target_environment(python_version)
     specifiers: dict[str, SpecifierSet] = {}
     extras: dict[str, set[str]] = {}
@@ -185,12 +247,21 @@ def resolve(roots: Iterable[str], provided: dict[str, str | None], skip: dict[st
                 continue
             for req in requirements_of(wheel_metadata(wheel), env, extras.get(name, ())):
                 dep = canon(req.name)
-                if dep in provided:
-                    have = provided[dep]
-                    if have and req.specifier and Version(have) not in req.specifier and (name, dep) not in warned:
-                        warned.add((name, dep))
-                        print(f"offline_wheels: WARNING {name} requires {dep}{req.specifier}; the image has {dep}=={have}", flush=True)
-                    continue
+                if dep in provided and dep not in specifiers:
+                    known = provided[dep]
+                    if not known or guaranteed(known, req.specifier):  # nothing known: assumed to fit (gpu_versions checks it)
+                        continue
+                    have = exact_version(known)
+                    if have is not None or dep in IMAGE_ONLY or dep.startswith("nvidia-"):
+                        if (name, dep) not in warned:
+                            warned.add((name, dep))
+                            why = f" (not shipped: {IMAGE_ONLY[dep]})" if dep in IMAGE_ONLY else ""
+                            print(f"offline_wheels: WARNING {name} requires {dep}{req.specifier}; the image has {dep}{known or ' (any version)'}{why}",
+                                  flush=True)
+                        continue
+                    print(f"offline_wheels: shipping {dep}: {name} requires {dep}{req.specifier}, the image's {dep} is known only as "
+                          f"{dep}{known or ' (any version)'}", flush=True)
+                    specifiers[dep] = known  # within what the image's own packages accept
                 if dep in skip or dep == name:
                     continue
                 spec = specifiers.setdefault(dep, SpecifierSet()) & req.specifier

@@ -37,10 +37,22 @@ def gt():
     return module
 
 
+def tables(markdown: str) -> list[list[list[str]]]:
+    """Each markdown table's body rows (header and rule left out), in order."""
+    found: list[list[list[str]]] = []
+    previous = ""
+    for line in markdown.splitlines():
+        if line.startswith("|") and not previous.startswith("|"):
+            found.append([])
+        elif line.startswith("| "):
+            found[-1].append([c.strip() for c in line.strip("|").split("|")])
+        previous = line
+    return found  # a table's first line (its header) opens it; its rule ("|---") starts no "| " row
+
+
 def table_rows(markdown: str) -> list[list[str]]:
-    """The body rows of the markdown table (header and rule left out)."""
-    lines = [line for line in markdown.splitlines() if line.startswith("| ")]
-    return [[c.strip() for c in line.strip("|").split("|")] for line in lines[1:]]
+    """The body rows of the first markdown table: one per stage."""
+    return tables(markdown)[0]
 
 
 def assert_table_matches(gt, markdown: str, run: dict) -> None:
@@ -81,18 +93,25 @@ def test_probes_are_listed_under_the_table(gt):
     assert "Probes" not in gt.render(SAMPLE)
 
 
-def test_write_replaces_only_the_marked_section(gt, tmp_path, capsys):
+def test_write_replaces_only_the_marked_sections(gt, tmp_path, capsys):
     doc, recorded, source = tmp_path / "gpu.md", tmp_path / "results" / "gpu_check.json", tmp_path / "gpu_check.json"
+    readme = tmp_path / "README.md"
     source.write_text(json.dumps(SAMPLE))
     doc.write_text(f"# GPU\n\nProse before.\n\n{gt.BEGIN}\nold table\n{gt.END}\n\nProse after.\n")
-    assert gt.main([str(source), "--write", "--doc", str(doc), "--recorded", str(recorded)]) == 0
+    readme.write_text(f"# Kit\n{gt.LINE_BEGIN}\n{gt.README_PLACEHOLDER}\n{gt.LINE_END}\nMore.\n")
+    write = ["--write", "--doc", str(doc), "--readme", str(readme), "--recorded", str(recorded)]
+    assert gt.main([str(source), *write]) == 0
     text = doc.read_text()
     assert text.startswith("# GPU\n\nProse before.\n\n") and text.endswith("\n\nProse after.\n") and "old table" not in text
     assert gt.read_section(text) == gt.render(SAMPLE) and json.loads(recorded.read_text()) == SAMPLE
-    assert gt.main([str(source), "--write", "--doc", str(doc), "--recorded", str(recorded)]) == 0
+    line = gt.readme_line(SAMPLE)
+    assert readme.read_text() == f"# Kit\n{gt.LINE_BEGIN}\n{line}\n{gt.LINE_END}\nMore.\n"
+    assert line.startswith("**Measured on a GPU** (NVIDIA H200, 139 GiB, 2026-12-01 14:00 UTC, `scripts/gpu_check.py`): ")
+    assert "unsloth 16.0 GiB peak (plan 20.0), 12.3 s a step" in line  # each pair's figures, next to the command that measured them
+    assert gt.main([str(source), *write]) == 0
     assert doc.read_text() == text  # idempotent
     fresh = tmp_path / "new.md"
-    assert gt.main([str(source), "--write", "--doc", str(fresh), "--recorded", str(recorded)]) == 0
+    assert gt.main([str(source), "--write", "--doc", str(fresh), "--readme", str(readme), "--recorded", str(recorded)]) == 0
     assert fresh.read_text().startswith("# GPU\n") and gt.read_section(fresh.read_text()) == gt.render(SAMPLE)
     (tmp_path / "bad.json").write_text("{not json")
     assert gt.main([str(tmp_path / "bad.json")]) == 2
@@ -106,29 +125,58 @@ def test_rows_only_json_and_an_empty_run(gt, tmp_path):
 
 
 def test_docs_agree_with_the_recorded_run(gt):
-    """Once a GPU run is recorded, docs/gpu.md's marked section is exactly what gpu_table.py makes of it."""
+    """Once a GPU run is recorded, docs/gpu.md's marked section and the README's line are exactly what gpu_table.py makes of it."""
     doc = gt.DOC.read_text() if gt.DOC.is_file() else ""
     section = gt.read_section(doc)
+    readme = gt.README.read_text().split(gt.LINE_BEGIN, 1)[1].split(gt.LINE_END, 1)[0].strip()
     if not gt.RECORDED.is_file():
         assert section is None or gt.PLACEHOLDER in section
+        assert readme.startswith(gt.README_PLACEHOLDER)
         pytest.skip("no recorded GPU run (docs/results/gpu_check.json) yet")
     run = gt.load_run(gt.RECORDED)
     assert section == gt.render(run), "docs/gpu.md is out of date: run python scripts/gpu_table.py docs/results/gpu_check.json --write"
+    assert readme == gt.readme_line(run)
     assert_table_matches(gt, section, run)
+
+
+def test_a_recorded_dry_run_renders_figure_for_figure(gt, tmp_path, capsys):
+    """The CPU dry run recorded in docs/results/gpu_check_dry_run.json renders: every stage's row, the learning table
+    from its learning rows, the summary and the command; --write refuses it (no GPU measurement)."""
+    path = REPO / "docs" / "results" / "gpu_check_dry_run.json"
+    run = gt.load_run(path)
+    assert run["dry_run"] and run["command"].startswith("python scripts/gpu_check.py --dry-run")
+    markdown = gt.render(run)
+    assert_table_matches(gt, markdown, run)
+    assert f"**Summary:** {run['summary']}" in markdown and f"Printed by `{run['command']}`" in markdown
+    learned = [r for r in run["rows"] if r["stage"] == "learn"]
+    learn_rows = tables(markdown)[1]
+    assert [row[0] for row in learn_rows] == [r["backend"] for r in learned] == ["unsloth", "transformers"]
+    done = learned[1]
+    if "gapo" in done:  # the CPU's own learning figures, to three places
+        cells = learn_rows[1]
+        assert cells[4:8] == [f"{done['before']['heldout_jsd']:.3f}", f"{done['gapo']['heldout_jsd']:.3f}",
+                              f"{done['gapo']['heldout_valid_rate']:.3f}", f"{done['grpo_baseline']['heldout_jsd']:.3f}"]
+    assert gt.main([str(path), "--write", "--doc", str(tmp_path / "gpu.md"), "--readme", str(tmp_path / "README.md")]) == 2
+    assert "a dry run is no GPU measurement" in capsys.readouterr().err and not (tmp_path / "gpu.md").exists()
 
 
 def test_what_gpu_check_writes_is_what_the_table_reads(gt):
     """The record gpu_check.py --json-out writes (its own function, not a copy) renders, figure for figure."""
     import os
+    import sys
     import time
 
     before = os.environ.get("GAPO_LITE_BACKEND")
     spec = importlib.util.spec_from_file_location("gpu_check_for_table", REPO / "scripts" / "gpu_check.py")
     check = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(check)
+    sys.modules[spec.name] = check  # its dataclasses read their module's namespace
+    try:
+        spec.loader.exec_module(check)
+    finally:
+        sys.modules.pop(spec.name, None)
     if before is None:  # gpu_check.py defaults the backend for its own process
         os.environ.pop("GAPO_LITE_BACKEND", None)
-    record = check.run_record(check.parse_args(["--dry-run"]), "no GPU (dry run)", SAMPLE["rows"], None, time.time())
+    record = check.run_record(check.parse_args(["--dry-run"]), "no GPU (dry run)", SAMPLE["versions"], SAMPLE["rows"], None, time.time())
     assert json.loads(json.dumps(record)) == record
     markdown = gt.render(record)
     assert_table_matches(gt, markdown, record)

@@ -12,6 +12,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from packaging.specifiers import SpecifierSet
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "scripts" / "offline_wheels.py"
@@ -47,14 +48,28 @@ def make_wheel(directory: Path, name: str, version: str, files: dict[str, bytes]
 
 
 def test_provided_list_parsing(ow):
-    names = ow.parse_name_list("# comment\ntorch==2.11.0+cu130  # the CUDA build\nPyYAML\n\nsentence_transformers==6.0.1\nfsspec[http]\n")
-    assert names == {"torch": "2.11.0+cu130", "pyyaml": None, "sentence-transformers": "6.0.1", "fsspec": None}
-    with pytest.raises(ValueError, match="cannot read 'torch>=2'"):
-        ow.parse_name_list("torch>=2\n")
+    names = ow.parse_name_list("# comment\ntorch==2.11.0+cu130  # the CUDA build\nPyYAML\n\nsentence_transformers==6.0.1\nfsspec[http]>=2023.5.0,<2027\n")
+    assert {k: str(v) for k, v in names.items()} == {"torch": "==2.11.0+cu130", "pyyaml": "", "sentence-transformers": "==6.0.1",
+                                                     "fsspec": "<2027,>=2023.5.0"}
+    for bad in ("torch>=", "torch; python_version < '3'"):
+        with pytest.raises(ValueError, match="cannot read"):
+            ow.parse_name_list(bad + "\n")
     default = ow.parse_name_list((REPO / "scripts" / "offline_provided.txt").read_text())
-    assert default["torch"] == "2.11.0" and default["transformers"] == "5.17.0" and default["tokenizers"] == "0.23.2"
-    assert {"peft", "accelerate", "safetensors", "numpy", "matplotlib", "pyarrow", "pandas", "scipy", "huggingface-hub"} <= set(default)
-    assert not {"trl", "unsloth", "unsloth-zoo", "bitsandbytes", "datasets", "xformers"} & set(default)  # what the image lacks
+    assert ow.exact_version(default["torch"]) == "2.11.0" and ow.exact_version(default["transformers"]) == "5.17.0"
+    assert {"accelerate", "safetensors", "numpy", "matplotlib", "pyarrow", "pandas", "scipy", "huggingface-hub", "fsspec"} <= set(default)
+    assert not {"trl", "unsloth", "unsloth-zoo", "bitsandbytes", "datasets", "xformers", "peft"} & set(default)  # what the image lacks, or peft: shipped
+    # Where a conflict is possible, the list says what is known of the version: fsspec's range does not guarantee datasets' bound.
+    assert str(default["fsspec"]) == ">=2023.5.0" and not ow.guaranteed(default["fsspec"], SpecifierSet("<=2026.2.0,>=2023.1.0"))
+    assert ow.guaranteed(default["huggingface-hub"], SpecifierSet("<2.0,>=0.25.0")) and ow.guaranteed(default["numpy"], SpecifierSet(">=1.17"))
+
+
+def test_what_a_known_range_guarantees(ow):
+    S = SpecifierSet
+    assert ow.guaranteed(S("==5.17.0"), S("!=5.0.0,<=5.17.0,>=4.52.4")) and not ow.guaranteed(S("==5.17.0"), S("<5.17.0"))
+    assert ow.guaranteed(S(">=1.5.0,<2.0"), S("<2.0,>=0.25.0")) and not ow.guaranteed(S(">=1.5.0"), S("<2.0"))
+    assert ow.guaranteed(S(">=20.9"), S(">20.0")) and not ow.guaranteed(S(">=20.0"), S(">20.0")) and ow.guaranteed(S(">20.0"), S(">20.0"))
+    assert ow.guaranteed(S(">=4.6"), S("!=4.0.*,!=4.5.0")) and not ow.guaranteed(S(">=4.0"), S("!=4.5.0"))
+    assert ow.guaranteed(S(""), S("")) and not ow.guaranteed(S(""), S(">=1")) and not ow.guaranteed(S(">=1"), S("~=1.2"))
     pins = ow.read_pins(REPO / "requirements.txt")
     assert pins["trl"] == "1.14.2" and pins["unsloth-zoo"] == "2026.10.9" and pins["bitsandbytes"] == "0.50.2" and "lm-eval" in pins
 
@@ -74,12 +89,13 @@ def test_markers_and_tags(ow):
 def test_closure_from_metadata(ow, tmp_path, monkeypatch, capsys):
     """Provided and skipped packages are left out, pins win, ranges from several requirers are intersected."""
     index = {
-        "root": ("1.0", ["dep>=1", "torch>=2.12", "xformers", 'maconly; sys_platform == "darwin"', "other[extra1]"]),
+        "root": ("1.0", ["dep>=1", "torch>=2.12", "xformers", 'maconly; sys_platform == "darwin"', "other[extra1]", "fsspec<=2026.2.0", "bare>=9"]),
+        "fsspec": ("2026.2.0", []),
         "dep": ("3.0", ["leaf<2"]),
         "other": ("1.0", ['dep<3; extra == "extra1"', "leaf"]),
         "leaf": ("1.5", []),
     }
-    versions = {"dep": ["3.0", "2.5"], "leaf": ["1.5"], "root": ["1.0", "0.9"], "other": ["1.0"]}
+    versions = {"dep": ["3.0", "2.5"], "leaf": ["1.5"], "root": ["1.0", "0.9"], "other": ["1.0"], "fsspec": ["2026.3.0", "2026.2.0", "2023.1.0"]}
     calls = []
 
     def fake_download(requirements, dest, python_version, platforms):
@@ -92,10 +108,16 @@ def test_closure_from_metadata(ow, tmp_path, monkeypatch, capsys):
             make_wheel(dest, req.name, version, {f"{req.name}/__init__.py": b""}, index[req.name][1])
 
     monkeypatch.setattr(ow, "pip_download", fake_download)
-    wheels = ow.resolve(["root"], {"torch": "2.11.0"}, {"xformers": "test"}, {"root": "0.9"}, tmp_path, "3.12", [])
-    assert {name: ow.wheel_name_version(w)[1] for name, w in wheels.items()} == {"root": "0.9", "dep": "2.5", "other": "1.0", "leaf": "1.5"}
+    provided = {"torch": SpecifierSet("==2.11.0"), "fsspec": SpecifierSet(">=2023.5.0"), "bare": SpecifierSet()}
+    wheels = ow.resolve(["root"], provided, {"xformers": "test"}, {"root": "0.9"}, tmp_path, "3.12", [])
+    # fsspec is provided, but only known as >=2023.5.0: root's <=2026.2.0 is not guaranteed, so one inside both is shipped;
+    # "bare" is provided with nothing known: assumed to fit (the GPU check reads it); torch is the image's: a warning
+    assert {name: ow.wheel_name_version(w)[1] for name, w in wheels.items()} == {"root": "0.9", "dep": "2.5", "other": "1.0", "leaf": "1.5",
+                                                                                 "fsspec": "2026.2.0"}
     assert calls[0] == ["root==0.9"]
-    assert "WARNING root requires torch>=2.12; the image has torch==2.11.0" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "WARNING root requires torch>=2.12; the image has torch==2.11.0 (not shipped: the image's CUDA build)" in printed
+    assert "shipping fsspec: root requires fsspec<=2026.2.0, the image's fsspec is known only as fsspec>=2023.5.0" in printed
     assert sorted(p.name for p in tmp_path.glob("*.whl")) == sorted(w.name for w in wheels.values())  # dep 3.0 was fetched, then replaced
 
 
@@ -168,9 +190,8 @@ def test_offline_command_installs_with_target_and_reports(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     log = (tmp_path / "results" / "gpu_check.log").read_text()
     assert "installing 1 wheels" in log and (tmp_path / "site" / "xformers" / "__init__.py").is_file()
-    assert "  xformers      9.9.9" in log and "  torch         2." in log  # versions in use, the wheelhouse's first
+    assert "  xformers        9.9.9" in log and "  torch           2." in log  # versions in use, the wheelhouse's first
     assert "running scripts/gpu_check.sh within" in log and "gpu_check.sh exited 0" in log
-    assert "WARNING missing" not in log  # this venv has every package; triton and xformers are not required without a GPU
 
 
 def find_python(version: str) -> str | None:
