@@ -100,6 +100,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from gapo_lite.demo.run import DemoSettings
     from gapo_lite.overrides import apply_overrides
+    from gapo_lite.quiet import quiet_libraries
+
+    quiet_libraries(progress_bars=False)
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--results", help="a demo's results.json to read the stage times from (default: run the demo once)")
