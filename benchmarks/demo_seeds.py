@@ -69,7 +69,8 @@ def seed_table(results: dict[int, dict[str, Any]], columns=COLUMNS, targets_colu
 
 
 def run_seed(out: Path, seed: int, quick: bool, overrides: list[str]) -> tuple[dict[str, Any], float, int]:
-    """``gapo-lite demo`` for one seed in a fresh process: its results, its wall time, and how many lines it printed."""
+    """``gapo-lite demo`` for one seed in a fresh process: its results, its wall time, and how many lines it printed
+    (newlines as bytes: read as text, each of a progress bar's carriage returns would count as a line)."""
     command = [sys.executable, "-m", "gapo_lite.cli", "demo", "--out", str(out), *(["--quick"] if quick else []),
                *(a for o in [*overrides, f"seed={seed}"] for a in ("--set", o))]
     out.mkdir(parents=True, exist_ok=True)
@@ -77,7 +78,7 @@ def run_seed(out: Path, seed: int, quick: bool, overrides: list[str]) -> tuple[d
     with open(out / "terminal.txt", "w") as terminal:
         subprocess.run(command, stdout=terminal, stderr=subprocess.STDOUT, check=True)
     seconds = time.perf_counter() - start
-    return json.loads((out / "results.json").read_text()), seconds, (out / "terminal.txt").read_text().count("\n")
+    return json.loads((out / "results.json").read_text()), seconds, (out / "terminal.txt").read_bytes().count(b"\n")
 
 
 def main(argv: list[str] | None = None) -> int:
