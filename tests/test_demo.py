@@ -105,17 +105,18 @@ def test_a_quick_demo_prints_a_screenful(tmp_path):
     from pathlib import Path
 
     out = tmp_path / "demo"
-    done = subprocess.run([sys.executable, "-m", "gapo_lite.cli", "demo", "--quick", "--out", str(out)], capture_output=True, text=True,
-                          timeout=600, cwd=Path(__file__).resolve().parents[1])
-    assert done.returncode == 0, done.stderr[-3000:]
-    printed = done.stdout + done.stderr
-    assert printed.count("\n") <= 60, printed
+    done = subprocess.run([sys.executable, "-m", "gapo_lite.cli", "demo", "--quick", "--out", str(out)], capture_output=True, timeout=600,
+                          cwd=Path(__file__).resolve().parents[1])
+    stdout, stderr = done.stdout.decode(), done.stderr.decode()  # bytes first: text mode would turn a bar's carriage returns into lines
+    assert done.returncode == 0, stderr[-3000:]
+    printed = stdout + stderr
+    assert (done.stdout + done.stderr).count(b"\n") <= 60, printed
     assert not [n for n in NOISE if n in printed], printed
-    assert "held-out JSD (T=0.7)" in done.stdout and "spread it: held-out JSD" in done.stdout  # the table and its reading
+    assert "held-out JSD (T=0.7)" in stdout and "spread it: held-out JSD" in stdout  # the table and its reading
     for label in ("pretraining: collapse", "GAPO", "GRPO + validity reward"):  # the bars, on stderr
-        assert f"{label}: 100%" in done.stderr, label
-    stage_lines = [line for line in done.stdout.splitlines() if line.startswith("      held-out JSD")]
-    assert len(stage_lines) == 3, done.stdout  # the start, GAPO, the baseline: each stage ends with its line
+        assert f"{label}: 100%" in stderr, label
+    stage_lines = [line for line in stdout.splitlines() if line.startswith("      held-out JSD")]
+    assert len(stage_lines) == 3, stdout  # the start, GAPO, the baseline: each stage ends with its line
     steps = DemoSettings.quick().rl_steps
     for run_name in ("gapo", "grpo_baseline"):
         rows = [json.loads(line) for line in (out / run_name / "metrics.jsonl").read_text().splitlines()]
