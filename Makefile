@@ -46,7 +46,8 @@ bench: $(STAMP)  ## every benchmark the README lists
 	$(BIN)/python benchmarks/smollm2_step.py  # SmolLM2: a GAPO step with the shared prompt vs TRL's path (needs scripts/get_smollm2.sh)
 	$(BIN)/python benchmarks/shared_prompt_checkpointing.py  # SmolLM2 with gradient checkpointing: shared prompt vs TRL's path vs no checkpointing
 	$(BIN)/python benchmarks/shared_prefix_generation.py --prompts 2 4 --rounds 3  # SmolLM2: a step's prompts decoded in one loop vs one loop each
-	$(BIN)/python benchmarks/demo_seeds.py  # ~19 min: the demo on seeds 0, 1, 2
+	$(BIN)/python benchmarks/demo_seeds.py  # ~19 min: the demo on seeds 0, 1, 2, each timed as a whole command
+	$(BIN)/python benchmarks/demo_time.py  # ~6 min: the demo's stage times, a pretraining step against its arithmetic
 
 clean:
 	rm -rf $(VENV) runs unsloth_compiled_cache .pytest_cache

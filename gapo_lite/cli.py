@@ -47,6 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; exceptions (user errors included) propagate."""
+    from gapo_lite.quiet import quiet_libraries
+
+    quiet_libraries()  # before any command imports transformers (which brings torchao and its noise)
     args = build_parser().parse_args(argv)
     if getattr(args, "_missing", None):
         return print_error(f"gapo-lite {args.command}", f"not available in this build ({args._missing} missing)")

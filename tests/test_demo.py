@@ -92,3 +92,33 @@ def test_start_line_reads_the_pressure_per_prompt_by_hand():
     assert q["mean"]["pressure"] > 0 and "SHARPEN" in start_line({"heldout_pressure": q}, 0.7)
     nothing = pressure_by_prompt([{"list_id": "l0", "items": items}], _samples("l0", 0, [None, "Z"]))
     assert nothing["mean"] is None and "nothing to spread" in start_line({"heldout_pressure": nothing}, 0.7)
+
+
+NOISE = ("{'loss'", "Failed to load", "_pytree", "Writing model shards", "Loading weights", "gapo-lite: loading", "completions per forward")
+
+
+def test_a_quick_demo_prints_a_screenful(tmp_path):
+    """`gapo-lite demo --quick` in a fresh process (the libraries' noise comes at import): a bar and a closing line
+    per stage, then the table, in at most 60 lines; the per-step figures are in the runs' metrics.jsonl."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    out = tmp_path / "demo"
+    done = subprocess.run([sys.executable, "-m", "gapo_lite.cli", "demo", "--quick", "--out", str(out)], capture_output=True, timeout=600,
+                          cwd=Path(__file__).resolve().parents[1])
+    stdout, stderr = done.stdout.decode(), done.stderr.decode()  # bytes first: text mode would turn a bar's carriage returns into lines
+    assert done.returncode == 0, stderr[-3000:]
+    printed = stdout + stderr
+    assert (done.stdout + done.stderr).count(b"\n") <= 60, printed
+    assert not [n for n in NOISE if n in printed], printed
+    assert "held-out JSD (T=0.7)" in stdout and "spread it: held-out JSD" in stdout  # the table and its reading
+    for label in ("pretraining: collapse", "GAPO", "GRPO + validity reward"):  # the bars, on stderr
+        assert f"{label}: 100%" in stderr, label
+    stage_lines = [line for line in stdout.splitlines() if line.startswith("      held-out JSD")]
+    assert len(stage_lines) == 3, stdout  # the start, GAPO, the baseline: each stage ends with its line
+    steps = DemoSettings.quick().rl_steps
+    for run_name in ("gapo", "grpo_baseline"):
+        rows = [json.loads(line) for line in (out / run_name / "metrics.jsonl").read_text().splitlines()]
+        assert [r["step"] for r in rows if any(k.endswith("/valid_rate") for k in r)] == list(range(1, steps + 1))
+    assert "gapo-lite: loading" in (out / "log.txt").read_text()  # what the libraries printed is kept in the run's folder

@@ -28,6 +28,16 @@ def test_seed_table_by_hand():
     assert float(sd[2]) == pytest.approx(0.028, abs=5e-4) and float(sd[6]) == pytest.approx(42.426, abs=5e-4)
 
 
+def test_time_table_by_hand():
+    r0 = {**result(0.4, 0.08, 0.97, 0.45, 500), "stage_seconds": {"pretrain": 40.0, "gapo": 30.0, "grpo_baseline": 25.0},
+          "command_seconds": 110.0, "terminal_lines": 31}
+    r1 = {**r0, "stage_seconds": {"pretrain": 50.0, "gapo": 34.0, "grpo_baseline": 27.0}, "command_seconds": 118.0, "terminal_lines": 31}
+    lines = demo_seeds.seed_table({0: r0, 1: r1}, demo_seeds.TIMES, targets_column=False).splitlines()
+    assert lines[0].split() == ["seed", "pretrain", "s", "GAPO", "s", "baseline", "s", "command", "s", "lines"]
+    assert lines[2].split() == ["0", "40.000", "30.000", "25.000", "110.000", "31.000"] and "all met" not in lines[2]
+    assert [float(v) for v in lines[4].split()[1:]] == [45.0, 32.0, 26.0, 114.0, 31.0]
+
+
 def test_targets_follow_the_figures():
     def fake(jsd, valid):
         return {"heldout_jsd": jsd, "heldout_valid_rate": valid}
@@ -38,4 +48,9 @@ def test_targets_follow_the_figures():
     t = demo_seeds.targets(results)
     assert not t["gapo_heldout_jsd_below_0.1"] and t["gapo_heldout_valid_rate_at_least_0.95"]
     results["wall_seconds"] = 700
-    assert not demo_seeds.targets(results)["wall_seconds_at_most_600"]
+    assert not demo_seeds.targets(results)["wall_seconds_at_most_600"]  # a record from before the command was timed
+    results["command_seconds"] = 110  # timed as a command (issue 56): two minutes, imports and plots included
+    t = demo_seeds.targets(results)
+    assert t["command_seconds_at_most_120"] and "wall_seconds_at_most_600" not in t
+    results["command_seconds"] = 121
+    assert not demo_seeds.targets(results)["command_seconds_at_most_120"]

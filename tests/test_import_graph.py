@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "gapo_lite"
 # Lower layers never import higher ones. Modules not listed take their package's layer.
 LAYERS: list[set[str]] = [
     {"gapo_lite._bootstrap", "gapo_lite.answers", "gapo_lite.metrics", "gapo_lite.overrides", "gapo_lite.errors", "gapo_lite.probes",
-     "gapo_lite.batching", "gapo_lite.upstream"},
+     "gapo_lite.batching", "gapo_lite.upstream", "gapo_lite.quiet"},
     {"gapo_lite.data", "gapo_lite.sampling", "gapo_lite.gguf", "gapo_lite.runplan"},
     {"gapo_lite.rewards", "gapo_lite.diagnostics"},  # the diagnostic reads the reward's own formula
     {"gapo_lite.models", "gapo_lite.memory"},
@@ -24,7 +24,8 @@ LAYERS: list[set[str]] = [
 ]
 LIBRARY = ("gapo_lite.answers", "gapo_lite.rewards", "gapo_lite.data", "gapo_lite.metrics", "gapo_lite.diagnostics", "gapo_lite.models",
            "gapo_lite.memory", "gapo_lite.training", "gapo_lite.eval", "gapo_lite.sampling", "gapo_lite.gguf", "gapo_lite.errors",
-           "gapo_lite.overrides", "gapo_lite._bootstrap", "gapo_lite.batching", "gapo_lite.runplan", "gapo_lite.probes", "gapo_lite.upstream")
+           "gapo_lite.overrides", "gapo_lite._bootstrap", "gapo_lite.batching", "gapo_lite.runplan", "gapo_lite.probes", "gapo_lite.upstream",
+           "gapo_lite.quiet")
 
 
 def module_name(path: Path, package: Path = PACKAGE) -> str:

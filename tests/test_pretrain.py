@@ -87,3 +87,37 @@ def test_collapse_params_train_only_the_named_parameters(tiny):
     assert all(p.requires_grad for p in model.parameters()), "every parameter is trainable again after the collapse phase"
     with pytest.raises(ValueError, match="match no parameter"):
         pretrain_collapsed(model, tok, steps=1, collapse_params=("layers.9.mlp",), pool=pool, progress=False)
+
+
+
+@pytest.mark.parametrize("lm_on_items", [False, True])
+def test_the_loss_on_the_read_positions_equals_the_loss_on_all_logits(tiny, lm_on_items):
+    """list_answer_loss runs the output layer only where the loss reads it; its figure is the one the model's full
+    logits give, written out here the plain way on the same drawn batch. With first_share=1 the answer's target is
+    the answer in the sequence, so the plain loss needs nothing but the batch."""
+    import torch
+    import torch.nn.functional as F
+
+    from gapo_lite.demo.pretrain import list_answer_loss
+
+    path, pool = tiny
+    model, tok = load_model(path, lora=None)
+    decoder, seen = model.get_decoder(), {}
+
+    def spy(**kwargs):  # keeps the batch the loss drew
+        seen.update(kwargs)
+        return decoder(**kwargs)
+
+    loss = list_answer_loss(model, tok, batch_size=6, first_share=1.0, min_items=3, max_items=5, mixed_share=0.5, lm_on_items=lm_on_items, pool=pool)
+    model.get_decoder = lambda: spy
+    fast = float(loss(random.Random(3)))
+    ids, mask = seen["input_ids"], seen["attention_mask"]
+    assert (mask[:, 0] == 0).any(), "the drawn lists differ in length, so some rows are padded"
+    logits = model(input_ids=ids, attention_mask=mask).logits
+    targets = ids[:, 1:-2].masked_fill(mask[:, 1:-2] == 0, -100)
+    if not lm_on_items:
+        items = torch.tensor(sorted({tok.convert_tokens_to_ids(i) for v in pool.values() for i in v}))
+        targets = targets.masked_fill(torch.isin(targets, items), -100)
+    plain = (F.cross_entropy(logits[:, -3], ids[:, -2]) + F.cross_entropy(logits[:, -2], ids[:, -1])
+             + F.cross_entropy(logits[:, :-3].reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=-100))
+    assert fast == pytest.approx(float(plain), rel=1e-5)

@@ -54,7 +54,7 @@ def fakes(monkeypatch, tmp_path):
     trained: list[tuple[str, bool]] = []
     failing: dict[str, bool] = {}
 
-    def train(config):
+    def train(config, **kwargs):  # kwargs: the runner's progress bar
         trained.append((config.run, config.resume))
         if failing.get(config.run):
             raise KeyboardInterrupt  # the run stops here, as a killed process would

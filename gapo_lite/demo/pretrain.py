@@ -4,6 +4,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from tqdm.auto import tqdm
+
 from gapo_lite.data import TEMPLATES, categories, format_prompt
 from gapo_lite.demo.supervised import train_steps
 from gapo_lite.sampling import render_prompt
@@ -66,13 +68,15 @@ def pretrain_collapsed(
         raise ValueError(f"need steps >= 0, copy_steps >= 0 and at least one step, got steps={steps}, copy_steps={copy_steps}")
     collapse_targets(2, first_share)  # validates first_share before any training
     losses: list[float] = []
-    phases = [(copy_steps, None, copy_learning_rate or learning_rate, "pretraining 1/2 (copy)"),
-              (steps, first_share, learning_rate, "pretraining 2/2 (collapse)")]
+    phases = [(copy_steps, None, copy_learning_rate or learning_rate, "pretraining: copy"),
+              (steps, first_share, learning_rate, "pretraining: collapse")]
     params = dict(model.named_parameters())
     if collapse_params is not None and not any(key in name for name in params for key in collapse_params):
         raise ValueError(f"collapse_params {list(collapse_params)} match no parameter of the model (names look like {next(iter(params))!r})")
     embeddings = model.get_input_embeddings().weight
+    bar = tqdm(total=steps + copy_steps, desc=phases[0][3], unit="step", disable=not progress)  # one bar for both phases
     for i, (n, share, lr, desc) in enumerate(p for p in phases if p[0] > 0):
+        bar.set_description(desc, refresh=False)
         trainable = {name: p.requires_grad for name, p in params.items()}
         if share is not None and freeze_embeddings_in_collapse:
             embeddings.requires_grad_(False)
@@ -80,34 +84,33 @@ def pretrain_collapsed(
             for name, p in params.items():
                 p.requires_grad_(p.requires_grad and any(key in name for key in collapse_params))
         try:
-            losses += _train_list_answers(model, tokenizer, steps=n, batch_size=batch_size, first_share=share, learning_rate=lr, min_items=min_items,
-                                          max_items=max_items, mixed_share=mixed_share, lm_weight=lm_weight, lm_on_items=lm_on_items,
-                                          seed=seed + 1000 * i, progress=progress, desc=desc, pool=pool)
+            batch_loss = list_answer_loss(model, tokenizer, batch_size=batch_size, first_share=share, min_items=min_items, max_items=max_items,
+                                          mixed_share=mixed_share, lm_weight=lm_weight, lm_on_items=lm_on_items, pool=pool)
+            losses += train_steps(model, batch_loss, steps=n, learning_rate=lr, seed=seed + 1000 * i, bar=bar)
         finally:
             for name, p in params.items():
                 p.requires_grad_(trainable[name])
+    bar.close()
     return losses
 
 
-def _train_list_answers(
+def list_answer_loss(
     model: Any,
     tokenizer: Any,
     *,
-    steps: int,
     batch_size: int,
     first_share: float | None,
-    learning_rate: float,
-    min_items: int,
-    max_items: int,
-    mixed_share: float,
-    lm_weight: float,
-    lm_on_items: bool,
-    seed: int,
-    progress: bool,
-    desc: str,
-    pool: dict[str, list[str]] | None,
-) -> list[float]:
-    """One phase: the answer's soft target is ``collapse_targets(first_share)``, or uniform when ``first_share`` is None."""
+    min_items: int = 4,
+    max_items: int = 12,
+    mixed_share: float = 0.0,
+    lm_weight: float = 1.0,
+    lm_on_items: bool = True,
+    pool: dict[str, list[str]] | None = None,
+    full_logits: bool = False,
+):
+    """One phase's loss, as ``rng -> loss of a fresh batch``: the answer's soft target is ``collapse_targets(first_share)``,
+    or uniform when ``first_share`` is None (see :func:`pretrain_collapsed`). ``full_logits`` computes the logits at
+    every position, as the model's own forward does: the same loss, slower (``benchmarks/demo_time.py`` compares)."""
     import torch
     import torch.nn.functional as F
 
@@ -138,18 +141,25 @@ def _train_list_answers(
         enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False, padding_side="left")
         ids = torch.cat([enc["input_ids"], torch.full((batch_size, 1), eos)], dim=1)
         mask = torch.cat([enc["attention_mask"], torch.ones(batch_size, 1, dtype=enc["attention_mask"].dtype)], dim=1)
-        logits = model(input_ids=ids, attention_mask=mask).logits
-        answer_logp = F.log_softmax(logits[:, -3].float(), dim=-1)  # predicts the answer token
+        # The output layer (vocabulary x hidden, a quarter of a step's products) runs only on the positions the loss
+        # reads: the answer, the end-of-turn token, and the prompt positions whose next token is a target. The same
+        # loss as taking the model's logits everywhere, without the products for padding and the list's items.
+        hidden = model.get_decoder()(input_ids=ids, attention_mask=mask).last_hidden_state
+        head = model.get_output_embeddings()
+        if full_logits:
+            logits = head(hidden)
+            hidden, head = logits, lambda rows: rows  # the rows picked below are then rows of the logits
+        answer_logp = F.log_softmax(head(hidden[:, -3]).float(), dim=-1)  # predicts the answer token
         soft = torch.zeros_like(answer_logp)
         for row, (items, dist) in enumerate(targets):
             for item, share in zip(items, dist):
                 soft[row, item_ids[item]] += share
-        loss = -(soft * answer_logp).sum(-1).mean() + F.cross_entropy(logits[:, -2].float(), ids[:, -1])
+        loss = -(soft * answer_logp).sum(-1).mean() + F.cross_entropy(head(hidden[:, -2]).float(), ids[:, -1])
         if lm_weight:  # ordinary next-token loss on the prompt: the words, the lists, the chat format
-            prompt_targets = ids[:, 1:-2].masked_fill(mask[:, 1:-2] == 0, -100)
+            kept = mask[:, 1:-2] == 1
             if not lm_on_items:
-                prompt_targets = prompt_targets.masked_fill(torch.isin(prompt_targets, item_tensor), -100)
-            loss = loss + lm_weight * F.cross_entropy(logits[:, :-3].float().reshape(-1, logits.shape[-1]), prompt_targets.reshape(-1), ignore_index=-100)
+                kept &= ~torch.isin(ids[:, 1:-2], item_tensor)
+            loss = loss + lm_weight * F.cross_entropy(head(hidden[:, :-3][kept]).float(), ids[:, 1:-2][kept])
         return loss
 
-    return train_steps(model, batch_loss, steps=steps, learning_rate=learning_rate, seed=seed, desc=desc, progress=progress)
+    return batch_loss

@@ -78,6 +78,7 @@ def run_demo(out_dir: str | Path = "runs/demo", settings: DemoSettings | None = 
         plot=write_plots,
         extra_results=lambda results: {"reading": reading(results)},
         on_start=on_start,
+        summary=lambda m: f"held-out JSD {m['heldout_jsd']:.3f}, valid {m['heldout_valid_rate']:.3f} (T={s.eval_temperatures[0]:g})",
     )
     results = run_staged(experiment, out_dir, command=command)
     print(results["reading"])

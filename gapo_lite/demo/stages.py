@@ -55,6 +55,7 @@ class Experiment:
     plot: Callable[[dict[str, Any], Path], Path | list[Path]] | None = None  # (results, output folder) -> the file(s) written
     extra_results: Callable[[dict[str, Any]], dict[str, Any]] = field(default=lambda results: {})
     on_start: Callable[[dict[str, Any]], dict[str, Any]] | None = None  # reads the measured start before RL; adds to the results
+    summary: Callable[[dict[str, Any]], str] | None = None  # one measured model in a few words, for the line that ends its stage
 
 
 @contextlib.contextmanager
@@ -78,7 +79,13 @@ def torch_threads(n: int) -> Iterator[None]:
 
 
 def run_staged(experiment: Experiment, out_dir: str | Path, command: str | None = None) -> dict[str, Any]:
-    """Every stage of ``experiment``; prints the table, writes ``results.json`` (and the plot) and returns the results."""
+    """Every stage of ``experiment``; prints the table, writes ``results.json`` (and the plot) and returns the results.
+
+    The terminal gets one progress bar and one closing line per stage, then the table; what the libraries print
+    on the way (model loads, the trainer's set-up) goes to ``log.txt`` in the output folder (:func:`to_log`)."""
+    from gapo_lite.quiet import quiet_libraries
+
+    quiet_libraries(progress_bars=False)  # before transformers is imported: its import brings torchao's noise
     from transformers import logging as hf_logging
 
     out = Path(out_dir)
@@ -86,6 +93,18 @@ def run_staged(experiment: Experiment, out_dir: str | Path, command: str | None 
     hf_logging.set_verbosity_error()
     with torch_threads(experiment.settings.threads):
         return _run_stages(experiment, out, command)
+
+
+@contextlib.contextmanager
+def to_log(path: Path) -> Iterator[None]:
+    """Send what is printed (stdout) inside the block to the end of ``path``; progress bars write to stderr and stay."""
+    with open(path, "a") as log, contextlib.redirect_stdout(log):
+        yield
+
+
+def ended(summary: Callable[[dict[str, Any]], str] | None, measured: dict[str, Any], seconds: float) -> str:
+    """The line that closes a stage: the measured model in the experiment's words, and the stage's time."""
+    return f"      {summary(measured) + '; ' if summary else ''}{seconds:.0f} s"
 
 
 class StageStore:
@@ -125,6 +144,7 @@ def _run_stages(e: Experiment, out: Path, command: str | None) -> dict[str, Any]
 
     from gapo_lite.models import load_model
     from gapo_lite.training import train
+    from gapo_lite.training.callbacks import ProgressBarCallback
 
     s = e.settings
     store = StageStore(out, dataclasses.asdict(s))
@@ -132,19 +152,22 @@ def _run_stages(e: Experiment, out: Path, command: str | None) -> dict[str, Any]
     torch.manual_seed(s.seed)
     t0 = time.perf_counter()
     start = out / "pretrained"
+    log = out / "log.txt"
 
     first = store.get("start")
     if first is not None and (start / "config.json").is_file():
         print(f"[1/{total}] {e.pretrain_message}: done earlier ({store.dir / 'start.json'})")
     else:
         print(f"[1/{total}] {e.pretrain_message}")
-        model, tok = load_model(e.build_model(out / "base_model"), lora=None)
-        losses = e.pretrain(model, tok)
-        model.save_pretrained(start)
-        tok.save_pretrained(start)
-        seconds = time.perf_counter() - t0
-        before = e.measure(model, tok)
+        with to_log(log):
+            model, tok = load_model(e.build_model(out / "base_model"), lora=None)
+            losses = e.pretrain(model, tok)
+            model.save_pretrained(start)
+            tok.save_pretrained(start)
+            seconds = time.perf_counter() - t0
+            before = e.measure(model, tok)
         first = {"before": before, "pretrain_final_loss": losses[-1] if losses else None, "seconds": seconds, "wall": time.perf_counter() - t0, **store.how}
+        print(ended(e.summary, before, first["wall"]))
         if e.on_start is not None:
             first.update(e.on_start(first))
         store.put("start", first)
@@ -158,8 +181,9 @@ def _run_stages(e: Experiment, out: Path, command: str | None) -> dict[str, Any]
         if quantized is None:
             print("      the start again, its weights in NF4 (bitsandbytes)")
             t = time.perf_counter()
-            model, tok = load_model(start, lora=None, load_in_4bit=True)
-            quantized = {"measured": e.measure(model, tok), "wall": time.perf_counter() - t, **store.how}
+            with to_log(log):
+                model, tok = load_model(start, lora=None, load_in_4bit=True)
+                quantized = {"measured": e.measure(model, tok), "wall": time.perf_counter() - t, **store.how}
             store.put("start_nf4", quantized)
             del model
         results["before_nf4"] = quantized["measured"]
@@ -184,11 +208,13 @@ def _run_stages(e: Experiment, out: Path, command: str | None) -> dict[str, Any]
                     if steps % config.save_steps:
                         raise ValueError(f"measure_every={every} is not a multiple of the checkpoint interval ({config.save_steps} steps)")
                     config = dataclasses.replace(config, max_steps=steps)
-                result = train(config, **extras)
-                seconds = time.perf_counter() - t
-                trained, trained_tok = load_trained(result.adapter_dir, start, load_in_4bit=getattr(config, "load_in_4bit", None) is True)
-                done = {"measured": e.measure(trained, trained_tok), "seconds": seconds, "wall": time.perf_counter() - t, "steps": steps, **store.how}
+                with to_log(log):
+                    result = train(config, **extras, callbacks=[ProgressBarCallback(run.label)])
+                    seconds = time.perf_counter() - t
+                    trained, trained_tok = load_trained(result.adapter_dir, start, load_in_4bit=getattr(config, "load_in_4bit", None) is True)
+                    done = {"measured": e.measure(trained, trained_tok), "seconds": seconds, "wall": time.perf_counter() - t, "steps": steps, **store.how}
                 store.put(name, done)
+                print(ended(e.summary, done["measured"], done["wall"]))
                 del trained
             results[name] = done["measured"]
             stages[name] = done["seconds"]

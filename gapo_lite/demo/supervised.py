@@ -6,6 +6,7 @@ batches, each batch's loss given by a callback; returns the loss per step.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import random
 from collections.abc import Callable
@@ -71,9 +72,11 @@ def train_steps(
     seed: int = 0,
     desc: str = "pretraining",
     progress: bool = True,
+    bar: Any = None,
 ) -> list[float]:
     """``steps`` optimizer steps on ``batch_loss(rng)``; the learning rate warms up over 5% of the steps, then
-    decays on a half cosine to 10% of ``learning_rate``. Seeds python and torch; leaves the model in eval mode."""
+    decays on a half cosine to 10% of ``learning_rate``. Seeds python and torch; leaves the model in eval mode.
+    The steps advance ``bar`` (a tqdm bar) when given, so that phases of one stage share a bar; else their own."""
     import torch
     from tqdm.auto import tqdm
 
@@ -84,13 +87,17 @@ def train_steps(
     optimizer, schedule = adamw_warmup_cosine(model, learning_rate, steps)
     model.train()
     losses: list[float] = []
-    for _ in tqdm(range(steps), desc=desc, disable=not progress):
-        loss = batch_loss(rng)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        schedule.step()
-        losses.append(float(loss.detach()))
+    with contextlib.nullcontext(bar) if bar is not None else tqdm(total=steps, desc=desc, unit="step", disable=not progress) as shown:
+        for _ in range(steps):
+            loss = batch_loss(rng)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            schedule.step()
+            losses.append(float(loss.detach()))
+            shown.update(1)
+            if len(losses) % 50 == 0:
+                shown.set_postfix_str(f"loss {sum(losses[-50:]) / 50:.3f}", refresh=False)
     model.eval()
     return losses
 

@@ -71,3 +71,62 @@ class ModePressureCallback(TrainerCallback):
 def read_metrics(path: str | Path) -> list[dict]:
     """The rows of a metrics.jsonl file."""
     return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+class ProgressBarCallback(TrainerCallback):
+    """One tqdm bar for an RL run: steps, their rate, and the group figures of the reward hook's last log
+    (distinct valid answers per group and the valid rate; ``<hook>/distinct_per_group``, ``<hook>/valid_rate``).
+
+    It stands in for transformers' own bar, which also prints each step's whole log dict (about 1,500 characters
+    a step); those dicts are kept in the run's ``metrics.jsonl``. :func:`use_progress_bar` puts it in place."""
+
+    FIGURES = (("distinct_per_group", "distinct/group", "{:.1f}"), ("valid_rate", "valid", "{:.2f}"))
+
+    def __init__(self, desc: str = "RL") -> None:
+        self.desc = desc
+        self.bar = None
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        from tqdm.auto import tqdm
+
+        if state.is_world_process_zero:
+            self.bar = tqdm(total=state.max_steps, initial=state.global_step, desc=self.desc, unit="step", dynamic_ncols=True)
+        return control
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.bar is not None:
+            self.bar.update(state.global_step - self.bar.n)
+        return control
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if self.bar is not None and logs:
+            shown = postfix(logs, self.FIGURES)
+            if shown:
+                self.bar.set_postfix_str(shown, refresh=False)
+        return control
+
+    def on_train_end(self, args, state, control, **kwargs):
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+        return control
+
+
+def postfix(logs: dict, figures) -> str:
+    """``"distinct/group 6.2, valid 0.99"``: each figure whose key ends with ``/<suffix>`` in ``logs``, formatted."""
+    shown = []
+    for suffix, label, fmt in figures:
+        value = next((v for k, v in logs.items() if k.endswith("/" + suffix) and isinstance(v, (int, float))), None)
+        if value is not None:
+            shown.append(f"{label} {fmt.format(value)}")
+    return ", ".join(shown)
+
+
+def use_progress_bar(trainer, desc: str) -> None:
+    """Swap transformers' progress callbacks (its bar with the per-step dicts, the dict printer, the notebook table)
+    for a :class:`ProgressBarCallback`, unless one is there already."""
+    replaced = ("ProgressCallback", "PrinterCallback", "NotebookProgressCallback")  # by name: the notebook's needs IPython
+    for callback in [c for c in trainer.callback_handler.callbacks if type(c).__name__ in replaced]:
+        trainer.remove_callback(callback)
+    if not any(isinstance(c, ProgressBarCallback) for c in trainer.callback_handler.callbacks):
+        trainer.add_callback(ProgressBarCallback(desc))

@@ -203,6 +203,10 @@ def build_trainer(
         gapo=GAPOState(run_plan=run_plan, memory_plan=chunking.memory_plan, prompts_per_step=config.prompts_per_step,
                        share_prompts=run_plan.share_prompts),
     )
+    if "disable_tqdm" not in config.extra_grpo_args:  # TRL's own switch: set it to get TRL's bar and its per-step dicts back
+        from gapo_lite.training.callbacks import use_progress_bar
+
+        use_progress_bar(trainer, "GAPO" if config.reward == "gapo" else f"GRPO ({config.reward} reward)")
     if config.clean_answers:
         hook.end_token_ids = frozenset(end_token_ids(trainer))  # a completion cut off at max_completion_length scores invalid
     if config.use_lora and run_plan.backend == "transformers":  # Unsloth's trainer leaves its adapters as it made them
@@ -220,6 +224,13 @@ def build_trainer(
 
 def train(config: TrainConfig, **overrides: Any) -> TrainResult:
     """Train with GAPO as ``config`` says; resume from the latest complete checkpoint when ``config.resume``."""
+    from gapo_lite.quiet import run_log
+
+    with run_log(Path(config.output_dir) / "train.log"):  # the libraries' log records stay in the run's folder
+        return _train(config, **overrides)
+
+
+def _train(config: TrainConfig, **overrides: Any) -> TrainResult:
     from gapo_lite.training.checkpoints import find_latest_checkpoint
 
     trainer = build_trainer(config, **overrides)
