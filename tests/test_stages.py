@@ -124,7 +124,7 @@ def test_measure_every_trains_each_run_up_to_each_mark_resuming_and_measures_it(
     import gapo_lite.training
 
     trained: list[tuple[str, int, bool]] = []
-    monkeypatch.setattr(gapo_lite.training, "train", lambda config: trained.append((config.run, config.max_steps, config.resume)) or
+    monkeypatch.setattr(gapo_lite.training, "train", lambda config, **kwargs: trained.append((config.run, config.max_steps, config.resume)) or
                         type("R", (), {"adapter_dir": config.out})())
     experiment = make_experiment([], settings=MarkedSettings())
     experiment.rl_config = lambda start, out, run: StepConfig(run.name, out)
