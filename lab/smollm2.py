@@ -168,22 +168,19 @@ def measure(model: Any, tokenizer: Any, s: SmolSettings) -> dict[str, Any]:
     the guard suite when asked for. ``clean_answers`` picks the rule the figures count by; the lists' and the
     open suite's figures by the rule of the records made before (first answer found, the kit's word lists)
     are kept beside them (``lenient``, ``open.old_rule``)."""
+    from gapo_lite.eval.open_suite import REWORDINGS, run_open
     from gapo_lite.eval.settings import SampleSettings
+
+    def open_suite(samples: int, **options: Any) -> dict[str, Any]:  # the open suite, or its rewordings, by the experiment's protocol
+        settings = SampleSettings(n=samples, temperature=s.eval_temperature, max_new_tokens=s.open_tokens, batch_size=64, seed=s.seed, precision=s.precision)
+        return run_open(model, tokenizer, settings, validator=s.open_validator, clean=s.clean_answers, **options)
 
     measured = lists_measures(model, tokenizer, s) if s.lists_suite else {}
     if s.open_samples > 0:
-        from gapo_lite.eval.open_suite import run_open
-
-        open_settings = SampleSettings(n=s.open_samples, temperature=s.eval_temperature, max_new_tokens=s.open_tokens, batch_size=64, seed=s.seed, precision=s.precision)
-        o = run_open(model, tokenizer, open_settings, validator=s.open_validator, clean=s.clean_answers)
+        o = open_suite(s.open_samples)
         measured["open"] = open_record(o, o["completions"], o["ended"], s.open_validator)
     if s.reworded_samples > 0:
-        from gapo_lite.eval.open_suite import REWORDINGS, run_open
-
-        reworded_settings = SampleSettings(n=s.reworded_samples, temperature=s.eval_temperature, max_new_tokens=s.open_tokens, batch_size=64, seed=s.seed,
-                                           precision=s.precision)
-        o = run_open(model, tokenizer, reworded_settings, prompts=REWORDINGS, validator=s.open_validator, clean=s.clean_answers, seed_offset=303)
-        measured["reworded"] = reworded_record(o)
+        measured["reworded"] = reworded_record(open_suite(s.reworded_samples, prompts=REWORDINGS, seed_offset=303))
     if s.guard:
         from gapo_lite.eval.guard_suite import run_guard
 

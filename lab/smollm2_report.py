@@ -104,9 +104,14 @@ def format_naming_table(records: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def last_stages(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The start and each run's last measured stage, in the record's order."""
+    return list({p["run"]: p for p in record["points"]}.values())
+
+
 def format_naming_summary(records: list[dict[str, Any]]) -> str:
     """The README's lines: per seed the start and each run's last stage (the columns of :func:`format_naming_table`)."""
-    return format_naming_table([{**r, "points": [r["points"][0], *{p["run"]: p for p in r["points"][1:]}.values()]} for r in records])
+    return format_naming_table([{**r, "points": last_stages(r)} for r in records])
 
 
 def naming_damage(record: dict[str, Any], point: dict[str, Any]) -> list[str]:
@@ -115,6 +120,11 @@ def naming_damage(record: dict[str, Any], point: dict[str, Any]) -> list[str]:
 
     start = record["points"][0]
     return [f.line() for f in damage(suites_of(start), suites_of(point)) if f.worse]
+
+
+def guard_damaged(record: dict[str, Any], point: dict[str, Any]) -> bool:
+    """Whether the damage check flags the stage's guard accuracy (or its end of turn) beyond the noise."""
+    return any(line.startswith("guard") for line in naming_damage(record, point))
 
 
 def naming_targets(record: dict[str, Any]) -> list[tuple[str, str, bool]]:
@@ -127,20 +137,18 @@ def naming_targets(record: dict[str, Any]) -> list[tuple[str, str, bool]]:
 
     def trained_met(p: dict[str, Any]) -> bool:
         t, t0 = p["trained"], start["trained"]
-        guard_ok = not any(line.startswith("guard") for line in naming_damage(record, p))
         return (t["unique_valid"] >= TRAINED_GAIN * t0["unique_valid"] and t["valid_rate"] >= t0["valid_rate"] - VALID_MARGIN
-                and t["end_rate"] >= t0["end_rate"] - END_MARGIN and guard_ok)
+                and t["end_rate"] >= t0["end_rate"] - END_MARGIN and not guard_damaged(record, p))
 
     if gapo:
         last, t0 = gapo[-1], start["trained"]
         t = last["trained"]
         first = next((p["steps"] for p in gapo if trained_met(p)), None)
-        guard = [line for line in naming_damage(record, last) if line.startswith("guard")]
         rows.append((f"GAPO: trained prompts' valid Unique@100 >= {TRAINED_GAIN:g}x, valid rate and end of turn within {VALID_MARGIN} / {END_MARGIN}, "
                      "no guard damage",
                      f"{t['unique_valid'] / t0['unique_valid']:.3f}x at {last['steps']} steps ({t0['unique_valid']:.1f} -> {t['unique_valid']:.1f}), "
                      f"valid rate {t['valid_rate'] - t0['valid_rate']:+.3f}, end of turn {t['end_rate'] - t0['end_rate']:+.3f}, "
-                     f"guard {'WORSE beyond the noise' if guard else 'kept'}" + (f"; met at {first} steps" if first else ""), first is not None))
+                     f"guard {'WORSE beyond the noise' if guard_damaged(record, last) else 'kept'}" + (f"; met at {first} steps" if first else ""), first is not None))
         r, r0 = last["reworded"], start["reworded"]
         rows.append((f"GAPO: rewordings' valid Unique@100 >= {REWORDED_GAIN:g}x", f"{r['unique_valid'] / r0['unique_valid']:.3f}x ({r0['unique_valid']:.1f} -> "
                      f"{r['unique_valid']:.1f})", r["unique_valid"] >= REWORDED_GAIN * r0["unique_valid"]))
@@ -155,14 +163,7 @@ def naming_targets(record: dict[str, Any]) -> list[tuple[str, str, bool]]:
 
 
 def format_naming_targets(records: list[dict[str, Any]]) -> str:
-    per_seed = [(r["seed"], naming_targets(r)) for r in records]
-    lines = ["| target | " + " | ".join(f"seed {seed}" for seed, _ in per_seed) + " | met? |", "|" + "---|" * (len(per_seed) + 2)]
-    for i, (target, _, _) in enumerate(per_seed[0][1]):
-        rows = [targets[i] for _, targets in per_seed if i < len(targets)]
-        met = [ok for _, _, ok in rows]
-        verdict = "yes" if all(met) else "no" if not any(met) else ", ".join(f"seed {s} {'yes' if t[i][2] else 'no'}" for s, t in per_seed)
-        lines.append(f"| {target} | " + " | ".join(reading for _, reading, _ in rows) + f" | {verdict} |")
-    return "\n".join(lines)
+    return targets_table([(r["seed"], naming_targets(r)) for r in records])
 
 
 def naming_damage_lines(records: list[dict[str, Any]]) -> list[str]:
@@ -181,8 +182,7 @@ def format_per_prompt(records: list[dict[str, Any]]) -> str:
     where the gain comes from. A prompt validated by a 25-item word list can show at most 25."""
     lines = ["| seed | model | " + " | ".join(records[0]["trained_prompts"]) + " |", "|" + "---|" * (len(records[0]["trained_prompts"]) + 2)]
     for record in records:
-        last = [record["points"][0], *{p["run"]: p for p in record["points"][1:]}.values()]
-        for p in last:
+        for p in last_stages(record):
             cells = [f"{p['prompts'][n]['unique_valid']} ({p['prompts'][n]['valid_rate']:.2f})" for n in record["trained_prompts"]]
             lines.append(f"| {record['seed']} | {point_label(p)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -192,8 +192,7 @@ def format_top_answers(records: list[dict[str, Any]], prompt: str = "city") -> s
     """One prompt's three most frequent valid answers at the start and after each run's last stage, per seed."""
     lines = []
     for record in records:
-        last = {p["run"]: p for p in record["points"]}
-        for run, p in last.items():
+        for p in last_stages(record):
             top = ", ".join(f"{a['answer']} {a['share']:.2f}" for a in p["prompts"][prompt]["top_valid"])
             lines.append(f"seed {record['seed']}, {point_label(p)}: {top}")
     return "\n".join(lines)
@@ -346,8 +345,11 @@ def target_rows(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
 
 
 def format_targets_markdown(all_results: list[dict[str, Any]]) -> str:
-    """Per target each seed's reading and whether it is met."""
-    per_seed = [(r["settings"]["seed"], target_rows(r)) for r in all_results]
+    return targets_table([(r["settings"]["seed"], target_rows(r)) for r in all_results])
+
+
+def targets_table(per_seed: list[tuple[int, list[tuple[str, str, bool]]]]) -> str:
+    """Per target (each seed's (target, reading, met?) rows, in one order) each seed's reading and whether it is met."""
     lines = ["| target | " + " | ".join(f"seed {seed}" for seed, _ in per_seed) + " | met? |", "|" + "---|" * (len(per_seed) + 2)]
     for i, (target, _, _) in enumerate(per_seed[0][1]):
         met = [rows[i][2] for _, rows in per_seed]

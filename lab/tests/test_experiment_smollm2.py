@@ -339,7 +339,7 @@ def test_rl_on_fixed_lists_trains_on_the_suites_prompts_or_on_fixed_training_lis
 
 
 
-@pytest.mark.slow  # about a minute: five measurements of 31 prompts
+@pytest.mark.slow  # about 20 s on 2 idle cores (five measurements of 31 prompts): the default run is near its 3 minutes
 def test_the_naming_arm_runs_stage_by_stage_and_the_report_reads_every_stage(tiny_model_path, tmp_path):
     """`python -m lab.smollm2 --set runs=gapo_naming,grpo_naming --set measure_every=N` on the tiny model: each run is
     measured at each mark on the naming prompts, their rewordings and the open suite, resumed between marks, and the
