@@ -33,6 +33,10 @@ class RegimeSettings(Measurement, RL, Pretraining, TinyModel):
     copy_steps: tuple[int, ...] = (250, 600, 2500)  # cumulative: snapshots of one copy-phase run (low, mid, the demo's validity)
     first_shares: tuple[float, ...] = (0.4, 0.65, 0.9)  # collapse targets (degree of collapse onto the first item)
     zero_invalid_share: float = 0.65  # the collapse level whose starts also run with invalid_reward = 0
+    # The recorded map (docs/results/regimes.json) was made with the demo's earlier start: copying learned from Qwen2's
+    # random start, the collapse in the whole last attention layer.
+    copy_head: bool = False
+    collapse_params: tuple[str, ...] | None = ("layers.1.self_attn",)
     rl_steps: int = 150  # shorter than the demo's run: the map makes one or two per start
     eval_temperatures: tuple[float, ...] = (0.7,)
     seed: int = 0

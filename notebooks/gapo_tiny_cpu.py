@@ -26,7 +26,7 @@
 #    per-sample validity reward (the baseline);
 # 4. measure all three on *held-out* categories at T = 0.7 (the paper's) and T = 1.0.
 #
-# The whole run (`QUICK = False`) takes about 6 minutes on an idle 2-core CPU (`make demo`: 382 s); `QUICK = True`
+# The whole run (`QUICK = False`) takes about 3 minutes on an idle 2-core CPU (`make demo`: 197 s on a Zen 3 EPYC); `QUICK = True`
 # takes about half a minute and checks the plumbing only (its figures mean nothing). The same run from a shell:
 # `gapo-lite demo` (or `make demo`).
 

@@ -1,6 +1,6 @@
 """The GPU check's learning stage: does GAPO spread a collapsed model through the kit, on each backend?
 
-    python scripts/gpu_check_learn.py build runs/gpu_check_start           # on the CPU, before the GPU call (~4 min)
+    python scripts/gpu_check_learn.py build runs/gpu_check_start           # on the CPU, before the GPU call (~2 min)
     python scripts/gpu_check_learn.py build runs/gpu_check_start --quick   # seconds; figures meaningless (tests)
 
 Why a prepared start: a random-weight model answers nothing valid, so every reward, advantage and gradient is

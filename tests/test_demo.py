@@ -27,10 +27,10 @@ def test_regime_map_runs_the_demos_recipe():
     """The shared parts are one definition: every field the regime map does not set itself is the demo's."""
     import dataclasses
 
-    own = {"copy_steps", "first_shares", "zero_invalid_share", "rl_steps", "eval_temperatures", "threads"}
+    own = {"copy_steps", "copy_head", "collapse_params", "first_shares", "zero_invalid_share", "rl_steps", "eval_temperatures", "threads"}
     demo, regimes = dataclasses.asdict(DemoSettings()), dataclasses.asdict(RegimeSettings())
     shared = (set(demo) & set(regimes)) - own
-    assert {"collapse_params", "freeze_embeddings_in_collapse", "rl_freeze_embeddings", "pretrain_steps", "embedding_std"} <= shared
+    assert {"freeze_embeddings_in_collapse", "rl_freeze_embeddings", "pretrain_steps", "embedding_std", "copy_lr", "rl_lr"} <= shared
     assert {k: regimes[k] for k in shared} == {k: demo[k] for k in shared}
     assert set(regimes) - set(demo) == {"first_shares", "zero_invalid_share"} and set(demo) - set(regimes) == {"first_share"}
 

@@ -25,6 +25,7 @@ class TinyModel:
     num_layers: int = 2
     num_heads: int = 8
     embedding_std: float = 0.1  # larger than Qwen2's 0.02: an item copied from the prompt stands out in the logits sooner
+    copy_head: bool = True  # the last attention layer starts as a copier (build_tiny_model): copying is learned in hundreds of steps
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,9 @@ class Pretraining:
     mixed_share: float = 0.5
     lm_on_items: bool = False
     freeze_embeddings_in_collapse: bool = True
-    collapse_params: tuple[str, ...] | None = ("layers.1.self_attn",)  # the collapse trains the last attention layer only
+    # The collapse trains where the last attention layer looks (its queries and keys), not what it copies: the habit is
+    # then a pure position, which GAPO undoes on categories it never trained on (lab/LOG.md).
+    collapse_params: tuple[str, ...] | None = ("layers.1.self_attn.q_proj", "layers.1.self_attn.k_proj")
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,7 @@ def build_list_model(path: Path, s: Any) -> Path:
     from gapo_lite.demo.tiny import build_tiny_model
 
     return build_tiny_model(path, hidden_size=s.hidden_size, num_layers=s.num_layers, num_heads=s.num_heads, num_kv_heads=s.num_heads,
-                            seed=s.seed, embedding_std=s.embedding_std)
+                            seed=s.seed, embedding_std=s.embedding_std, copy_head=s.copy_head)
 
 
 def pretrain_list_model(model: Any, tokenizer: Any, s: Any, *, copy_steps: int, collapse_steps: int, first_share: float | None,

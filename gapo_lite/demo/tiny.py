@@ -47,6 +47,7 @@ def build_tiny_model(
     max_positions: int = 512,
     seed: int = 0,
     embedding_std: float | None = None,
+    copy_head: bool = False,
 ) -> Path:
     """Save a randomly initialised Qwen2 causal LM and its tokenizer to ``path``; return the path.
 
@@ -54,7 +55,11 @@ def build_tiny_model(
     Load it back with :func:`gapo_lite.models.load_model` like any real checkpoint. ``embedding_std``
     re-draws the (tied) token embeddings with that standard deviation instead of Qwen2's 0.02: larger
     embeddings make an item copied from the prompt stand out in the logits sooner, which is what lets the
-    CPU demo learn to copy from a list within its time budget.
+    CPU demo learn to copy from a list within its time budget. ``copy_head`` starts the last attention layer as
+    a copier: its value and output projections are the identity, so attending to a token adds that token's
+    (normalised) embedding to the residual stream, which the tied output layer reads back as the same token.
+    Only *where* to attend is left to learn, which takes the demo's copy phase from thousands of steps to
+    hundreds (``lab/LOG.md``); the rest of the layer is Qwen2's usual random start.
     """
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
@@ -82,6 +87,14 @@ def build_tiny_model(
         if embedding_std <= 0:
             raise ValueError(f"embedding_std must be > 0, got {embedding_std}")
         torch.nn.init.normal_(model.get_input_embeddings().weight, std=embedding_std)
+    if copy_head:
+        attention = model.model.layers[-1].self_attn
+        if attention.v_proj.weight.shape != (hidden_size, hidden_size):
+            raise ValueError(f"copy_head needs as many key/value heads as heads (num_kv_heads={num_kv_heads}, num_heads={num_heads})")
+        with torch.no_grad():
+            attention.v_proj.weight.copy_(torch.eye(hidden_size))
+            attention.v_proj.bias.zero_()
+            attention.o_proj.weight.copy_(torch.eye(hidden_size))
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     path.mkdir(parents=True, exist_ok=True)
