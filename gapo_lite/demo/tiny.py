@@ -66,6 +66,8 @@ def build_tiny_model(
 
     from gapo_lite.data import vocabulary
 
+    if copy_head and num_kv_heads != num_heads:  # the identity value projection needs values as wide as the hidden state
+        raise ValueError(f"copy_head needs as many key/value heads as heads (num_kv_heads={num_kv_heads}, num_heads={num_heads})")
     path = Path(path)
     tokenizer = build_tokenizer(vocabulary() if words is None else words)
     config = Qwen2Config(
@@ -89,8 +91,6 @@ def build_tiny_model(
         torch.nn.init.normal_(model.get_input_embeddings().weight, std=embedding_std)
     if copy_head:
         attention = model.model.layers[-1].self_attn
-        if attention.v_proj.weight.shape != (hidden_size, hidden_size):
-            raise ValueError(f"copy_head needs as many key/value heads as heads (num_kv_heads={num_kv_heads}, num_heads={num_heads})")
         with torch.no_grad():
             attention.v_proj.weight.copy_(torch.eye(hidden_size))
             attention.v_proj.bias.zero_()
